@@ -1,0 +1,200 @@
+"""Test infrastructure shared by every test in the repository (tests/ and src/*/test/).
+
+ROS 2 isolation rules enforced here:
+- no node starts unless ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (source env.sh): Fast DDS would otherwise
+  multicast discovery on every network interface;
+- every test that uses ROS gets its own random ROS_DOMAIN_ID, so test runs on one machine never meet.
+
+Fixtures:
+- `ros_domain_id`: a random domain id, exported to os.environ for the test (subprocesses inherit it).
+- `ros_context`: an initialised rclpy Context on that domain, shut down after the test.
+- `ros_node_factory`: creates nodes in `ros_context` and destroys them afterwards.
+- `ros_process`: starts a Python module or script as a separate process in the test's domain, waits for a
+  readiness line on its output, and terminates it afterwards (its output is shown when the test fails).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent
+# Linux DDS domain ids whose port ranges are valid (0 is everyone's default, so it is never drawn).
+_DOMAIN_IDS = list(range(1, 102)) + list(range(215, 233))
+_REQUIRED_RANGE = "LOCALHOST"
+
+
+def require_localhost_discovery() -> None:
+    """Fail the calling test unless DDS discovery is confined to this machine."""
+    value = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
+    if value != _REQUIRED_RANGE:
+        pytest.fail(
+            f"refusing to start ROS 2 nodes: ROS_AUTOMATIC_DISCOVERY_RANGE is {value!r}, not 'LOCALHOST'. "
+            "Run the tests through `make test` or after `source env.sh`.",
+            pytrace=False,
+        )
+
+
+def _guard_rclpy_init() -> None:
+    """Make every rclpy.init in the test process check the discovery range first."""
+    try:
+        import rclpy
+    except ImportError:
+        return
+    original_init = rclpy.init
+    if getattr(original_init, "_homiebot_guarded", False):
+        return
+
+    def guarded_init(*args: Any, **kwargs: Any) -> Any:
+        require_localhost_discovery()
+        return original_init(*args, **kwargs)
+
+    guarded_init._homiebot_guarded = True  # type: ignore[attr-defined]
+    rclpy.init = guarded_init
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register markers and guard rclpy.init."""
+    config.addinivalue_line("markers", "ros: starts ROS 2 nodes (needs env.sh: discovery on LOCALHOST)")
+    config.addinivalue_line("markers", "slow: longer than a few seconds; excluded by default (make test-slow)")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
+    _guard_rclpy_init()
+
+
+@pytest.fixture
+def ros_domain_id(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A random ROS_DOMAIN_ID for this test, exported so that child processes join the same domain."""
+    require_localhost_discovery()
+    domain_id = random.SystemRandom().choice(_DOMAIN_IDS)
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain_id))
+    return domain_id
+
+
+@pytest.fixture
+def ros_context(ros_domain_id: int) -> Iterator[Any]:
+    """An rclpy Context initialised on the test's own domain; shut down after the test."""
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain_id)
+    try:
+        yield context
+    finally:
+        if context.ok():
+            rclpy.shutdown(context=context)
+
+
+@pytest.fixture
+def ros_node_factory(ros_context: Any) -> Iterator[Callable[..., Any]]:
+    """Create nodes in the test's context: `node = ros_node_factory("name")`; all destroyed after the test."""
+    from rclpy.node import Node
+
+    nodes: list[Any] = []
+
+    def make(name: str, **kwargs: Any) -> Any:
+        node = Node(name, context=ros_context, **kwargs)
+        nodes.append(node)
+        return node
+
+    yield make
+    for node in nodes:
+        node.destroy_node()
+
+
+class RosProcess:
+    """A child Python process in the test's ROS domain, with its combined output captured."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        self._ready_text = ""
+        self.process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
+            cwd=REPO_ROOT, start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if self._ready_text and self._ready_text in line:
+                self._ready.set()
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> None:
+        """Block until a line containing `text` is printed; fail with the output if the process dies first."""
+        self._ready_text = text
+        if any(text in line for line in self.lines):
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._ready.wait(0.1):
+                return
+            if self.process.poll() is not None:
+                self._reader.join(timeout=2)
+                if any(text in line for line in self.lines):
+                    return
+                pytest.fail(f"{self.argv} exited with {self.process.returncode} before printing {text!r}:\n"
+                            + self.output(), pytrace=False)
+        pytest.fail(f"{self.argv} did not print {text!r} within {timeout} s:\n" + self.output(), pytrace=False)
+
+    def output(self) -> str:
+        """Everything the process printed so far."""
+        return "\n".join(self.lines)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGINT, then SIGKILL after `timeout`; returns the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(subprocess.signal.SIGINT)  # type: ignore[attr-defined]
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._reader.join(timeout=2)
+        return self.process.returncode
+
+
+@pytest.fixture
+def ros_process(ros_domain_id: int, request: pytest.FixtureRequest) -> Iterator[Callable[..., RosProcess]]:
+    """Start child processes in the test's domain: `ros_process("-m", "pkg.module", ready="text")`.
+
+    Arguments are passed to the current Python interpreter. The processes are stopped after the test;
+    when the test failed, their output is printed.
+    """
+    processes: list[RosProcess] = []
+
+    def start(*args: str, ready: str | None = None, timeout: float = 30.0) -> RosProcess:
+        process = RosProcess([sys.executable, *args])
+        processes.append(process)
+        if ready is not None:
+            process.wait_for(ready, timeout)
+        return process
+
+    yield start
+    for process in processes:
+        process.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for process in processes:
+            print(f"--- output of {process.argv}:\n{process.output()}")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    """Keep each phase's report on the test item so fixtures can tell whether the test failed."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

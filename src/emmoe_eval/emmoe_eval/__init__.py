@@ -1,0 +1,1 @@
+"""EMMOE evaluation: dataset and run I/O, the EMMOE metrics, reports, rosbag replay scoring and the evaluator node."""

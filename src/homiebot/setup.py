@@ -1,0 +1,26 @@
+"""Build script of the homiebot ament_python package."""
+
+from setuptools import find_packages, setup
+
+PACKAGE = "homiebot"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="HomieBot developers",
+    maintainer_email="maintainers@homiebot.dev",
+    description="HomieBot bringup: launch files, parameter files and the homiebot command-line tool (doctor, run, up, send-subtask, data, train).",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "homiebot = homiebot.cli:main"
+        ],
+    },
+)

@@ -1,0 +1,1 @@
+"""HomieBot high-level planner: EMMOE prompts, output parsing, memory, LMM backends and the planner node."""
