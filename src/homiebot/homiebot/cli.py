@@ -1,51 +1,58 @@
 """The `homiebot` command: one entry point for the HomieBot tools.
 
-Sub-commands are registered in `COMMANDS`; each one adds its arguments to its own parser and gets
-the parsed namespace back. User errors print one line on stderr and exit with status 2.
+Each sub-command is a module of `homiebot.commands` (see that package's docstring). User errors
+are reported as one line on stderr with exit status 2, never as a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 import sys
-from typing import Callable
+from types import ModuleType
+
+from homiebot import commands
 
 
-def _add_doctor(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-    parser.add_argument("--json", action="store_true", help="print the checks as one JSON object")
-
-    def run(args: argparse.Namespace) -> int:
-        from homiebot import doctor
-
-        return doctor.main(as_json=args.json)
-
-    return run
+class UsageError(Exception):
+    """A user mistake (bad argument, missing file): printed as one line, exit status 2."""
 
 
-# name -> (one-line help, function adding the arguments and returning the handler)
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Callable[[argparse.Namespace], int]]]] = {
-    "doctor": ("check this machine's set-up and say how to fix what is missing", _add_doctor),
-}
+def command_modules() -> dict[str, ModuleType]:
+    """Sub-command name -> module, for every module in homiebot.commands."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda info: info.name):
+        if not info.name.startswith("_"):
+            found[info.name.replace("_", "-")] = importlib.import_module(f"{commands.__name__}.{info.name}")
+    return found
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argparse.Namespace], int]]]:
-    """The argument parser and the handler of each sub-command."""
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    """The argument parser and the module behind each sub-command."""
     parser = argparse.ArgumentParser(prog="homiebot", description="HomieBot: EMMOE planners on a ROS 2 stack.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    handlers = {}
-    for name, (help_text, add_arguments) in COMMANDS.items():
-        handlers[name] = add_arguments(subparsers.add_parser(name, help=help_text, description=help_text))
-    return parser, handlers
+    modules = command_modules()
+    for name, module in modules.items():
+        module.add_arguments(subparsers.add_parser(name, help=module.HELP, description=module.HELP))
+    return parser, modules
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run the chosen sub-command."""
-    parser, handlers = build_parser()
+    parser, modules = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    return handlers[args.command](args)
+    try:
+        return int(modules[args.command].run(args))
+    except UsageError as error:
+        print(f"homiebot {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"homiebot {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
