@@ -1,0 +1,35 @@
+# HomieBot: every target sets the checkout up first (idempotent; seconds when nothing changed).
+SHELL := /bin/bash
+ENV := set -o pipefail; . ./env.sh &&
+PYTEST := python -m pytest
+
+.PHONY: setup run test test-slow test-all bench lock clean
+
+setup:
+	@bash scripts/setup.sh
+
+# The main job on the embedded default (until the benchmark runner lands: the environment check).
+run: setup
+	@$(ENV) homiebot doctor
+
+# The default test suite (excludes tests marked slow or gpu).
+test: setup
+	@$(ENV) $(PYTEST) $(PYTEST_ARGS); bash scripts/pytest_status.sh $$?
+
+# Only the slow tests (real models, long simulations).
+test-slow: setup
+	@$(ENV) $(PYTEST) -m slow $(PYTEST_ARGS); bash scripts/pytest_status.sh $$?
+
+test-all: setup
+	@$(ENV) $(PYTEST) -m "not gpu" $(PYTEST_ARGS); bash scripts/pytest_status.sh $$?
+
+# Benchmarks print their figures (and write bench/results/*.json).
+bench: setup
+	@$(ENV) for script in bench/bench_*.py; do echo "== $$script"; python "$$script" || exit 1; done
+
+# Refresh requirements/lock.txt after editing requirements/requirements.in.
+lock:
+	@bash scripts/lock.sh
+
+clean:
+	rm -rf build install log
