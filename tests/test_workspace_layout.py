@@ -50,3 +50,13 @@ def test_cli_entry_points_are_on_path():
     for tool in ("homiebot", "emmoe-eval"):
         found = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True)
         assert found.returncode == 0, f"{tool} is not on PATH after sourcing env.sh"
+
+
+@pytest.mark.parametrize("name", PYTHON_PACKAGES)
+def test_console_scripts_resolve(name):
+    """Every console script of the installed overlay points at an importable callable."""
+    import importlib.metadata
+
+    for entry_point in importlib.metadata.distribution(name).entry_points:
+        if entry_point.group == "console_scripts":
+            assert callable(entry_point.load()), f"{entry_point.name} -> {entry_point.value}"

@@ -1,0 +1,103 @@
+"""StepRecord messages (emmoe_interfaces/msg/StepRecord) as trajectory steps: the one conversion used everywhere.
+
+The functions read attributes only, so they accept both rclpy messages (the evaluator node) and the dataclasses the
+`rosbags` library deserialises bags into (`emmoe-eval score-bag`); this module never imports rclpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from emmoe_eval.dataset import VIEWS, image_name
+from emmoe_eval.protocol import SUCCESS_FEEDBACK
+from emmoe_eval.runs import Step
+
+_CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8UC1": 1, "8UC3": 3, "8UC4": 4}
+
+
+class ImageEncodingError(ValueError):
+    """A sensor_msgs/Image cannot be turned into an RGB array."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run-level fields of a StepRecord.
+
+    Attributes:
+        episode_id: the task id or generated episode id.
+        run_index: 1-based run of the task.
+        instruction: the natural-language instruction.
+        planner: planner backend and model.
+        observation_mode: "images" or "text".
+    """
+
+    episode_id: str
+    run_index: int
+    instruction: str = ""
+    planner: str = ""
+    observation_mode: str = ""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(episode_id, run_index): identifies the run."""
+        return (self.episode_id, self.run_index)
+
+    def to_json(self) -> dict[str, Any]:
+        """run.json content."""
+        return {"episode_id": self.episode_id, "run_index": self.run_index, "instruction": self.instruction,
+                "planner": self.planner, "observation_mode": self.observation_mode}
+
+
+def run_info_from_record(record: Any) -> RunInfo:
+    """The run a StepRecord belongs to."""
+    return RunInfo(episode_id=record.episode_id, run_index=int(record.run_index), instruction=record.instruction,
+                   planner=record.planner, observation_mode=record.observation_mode)
+
+
+def step_from_record(record: Any) -> Step:
+    """The trajectory step of a StepRecord.
+
+    `inventory` is the inventory after the step; the timing fields go to `extra`; `images` names the four view files
+    (`subtask{step}_{view}.png`) when the record carries views.
+    """
+    subtask = record.subtask
+    feedback = record.feedback or (SUCCESS_FEEDBACK if record.success else None)
+    views = len(record.views)
+    return Step(
+        step=int(record.step), action=subtask.action, target=subtask.target, place=subtask.place,
+        model=subtask.model, success=bool(record.success), feedback=feedback,
+        analysis=record.analysis or None, raw_output=record.raw_output or None,
+        inventory=tuple(record.inventory_after), error_type=record.error_type or None,
+        images=tuple(image_name(int(record.step), view) for view in VIEWS[:views]),
+        extra={"planning_seconds": float(record.planning_seconds),
+               "execution_seconds": float(record.execution_seconds)},
+    )
+
+
+def image_to_array(image: Any) -> np.ndarray:
+    """A sensor_msgs/Image (8-bit encodings) as an RGB or grey uint8 array of shape (height, width[, channels]).
+
+    Raises:
+        ImageEncodingError: for unsupported encodings or a data size that does not match the header.
+    """
+    channels = _CHANNELS.get(image.encoding)
+    if channels is None:
+        raise ImageEncodingError(f"unsupported image encoding {image.encoding!r}; "
+                                 f"expected one of {', '.join(_CHANNELS)}")
+    height, width, row = int(image.height), int(image.width), int(image.step)
+    data = np.frombuffer(memoryview(image.data).cast("B"), dtype=np.uint8)
+    if row < width * channels or data.size < height * row:
+        raise ImageEncodingError(f"image data of {data.size} bytes does not fit {width}x{height} {image.encoding} "
+                                 f"with row step {row}")
+    pixels = data[:height * row].reshape(height, row)[:, :width * channels].reshape(height, width, channels)
+    if image.encoding.startswith("bgr"):
+        pixels = pixels[:, :, [2, 1, 0, 3][:channels]]
+    return pixels[:, :, 0] if channels == 1 else pixels
+
+
+def view_arrays(record: Any) -> list[np.ndarray]:
+    """The record's views (front, left, back, right order) as arrays."""
+    return [image_to_array(view) for view in record.views]

@@ -1,0 +1,190 @@
+"""2-D occupancy grids of a scene (for path planning) and the reachability check the generator relies on.
+
+A cell is occupied when a wall or a piece of furniture covers its centre at any height the robot body occupies, or
+when it lies outside every room. Grids follow nav_msgs/OccupancyGrid's layout: row-major, rows along +y, cell (0, 0)
+at `origin`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from habitat_bridge import layout
+from habitat_bridge.scene_spec import SceneSpec
+
+# Heights the robot body sweeps (metres): anything in this band blocks the base.
+ROBOT_BAND = (0.02, 1.4)
+# Fetch's base radius plus a small margin (metres).
+ROBOT_RADIUS = 0.32
+# Planar distance from the base centre at which the arm can still pick (metres).
+ARM_REACH = 0.85
+
+
+@dataclass(frozen=True)
+class OccupancyGrid:
+    """A boolean occupancy grid.
+
+    Attributes:
+        origin: world (x, y) of the lower-left corner of cell (0, 0).
+        resolution: cell size in metres.
+        occupied: bool array of shape (rows, columns) = (ny, nx); occupied[j, i] is cell column i, row j.
+    """
+
+    origin: tuple[float, float]
+    resolution: float
+    occupied: np.ndarray
+
+    def __post_init__(self) -> None:
+        if not self.resolution > 0:
+            raise ValueError(f"resolution must be positive, got {self.resolution}")
+        if self.occupied.ndim != 2:
+            raise ValueError(f"occupied must be a 2-D array, got shape {self.occupied.shape}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, columns)."""
+        return self.occupied.shape  # type: ignore[return-value]
+
+    def cell_of(self, x: float, y: float) -> tuple[int, int]:
+        """(column, row) of the cell containing a world point (may be outside the grid)."""
+        return (int(math.floor((x - self.origin[0]) / self.resolution)),
+                int(math.floor((y - self.origin[1]) / self.resolution)))
+
+    def center_of(self, column: int, row: int) -> tuple[float, float]:
+        """World (x, y) of a cell's centre."""
+        return (self.origin[0] + (column + 0.5) * self.resolution, self.origin[1] + (row + 0.5) * self.resolution)
+
+    def inside(self, column: int, row: int) -> bool:
+        """Whether the cell index lies in the grid."""
+        return 0 <= row < self.shape[0] and 0 <= column < self.shape[1]
+
+    def is_free(self, x: float, y: float) -> bool:
+        """Whether a world point lies in a free cell (outside the grid counts as occupied)."""
+        column, row = self.cell_of(x, y)
+        return self.inside(column, row) and not bool(self.occupied[row, column])
+
+    def inflated(self, radius: float) -> OccupancyGrid:
+        """The grid with every occupied cell grown by `radius` metres (for a round robot of that radius)."""
+        cells = int(math.ceil(radius / self.resolution))
+        if cells <= 0:
+            return self
+        grown = self.occupied.copy()
+        rows, columns = self.shape
+        padded = np.pad(self.occupied, cells, constant_values=True)
+        for dy in range(-cells, cells + 1):
+            for dx in range(-cells, cells + 1):
+                if math.hypot(dx, dy) * self.resolution <= radius + 1e-9:
+                    grown |= padded[cells + dy: cells + dy + rows, cells + dx: cells + dx + columns]
+        return OccupancyGrid(self.origin, self.resolution, grown)
+
+    def reachable_from(self, x: float, y: float) -> np.ndarray:
+        """Bool mask of the free cells 4-connected to the cell at (x, y) (all False when that cell is occupied)."""
+        mask = np.zeros(self.shape, dtype=bool)
+        column, row = self.cell_of(x, y)
+        if not self.inside(column, row) or self.occupied[row, column]:
+            return mask
+        queue = deque([(column, row)])
+        mask[row, column] = True
+        while queue:
+            column, row = queue.popleft()
+            for dc, dr in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                c, r = column + dc, row + dr
+                if self.inside(c, r) and not mask[r, c] and not self.occupied[r, c]:
+                    mask[r, c] = True
+                    queue.append((c, r))
+        return mask
+
+    def to_ros_data(self) -> list[int]:
+        """Cells as nav_msgs/OccupancyGrid data: 100 occupied, 0 free, row-major from the origin."""
+        return (self.occupied.astype(np.int8) * 100).ravel().tolist()
+
+
+def _fill_rectangle(occupied: np.ndarray, origin: tuple[float, float], resolution: float,
+                    center: tuple[float, float], half: tuple[float, float], yaw: float) -> None:
+    """Mark cells whose centres lie in a rotated rectangle."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    extent_x = abs(c) * half[0] + abs(s) * half[1]
+    extent_y = abs(s) * half[0] + abs(c) * half[1]
+    rows, columns = occupied.shape
+    i0 = max(0, int(math.floor((center[0] - extent_x - origin[0]) / resolution)))
+    i1 = min(columns, int(math.ceil((center[0] + extent_x - origin[0]) / resolution)) + 1)
+    j0 = max(0, int(math.floor((center[1] - extent_y - origin[1]) / resolution)))
+    j1 = min(rows, int(math.ceil((center[1] + extent_y - origin[1]) / resolution)) + 1)
+    if i0 >= i1 or j0 >= j1:
+        return
+    xs = origin[0] + (np.arange(i0, i1) + 0.5) * resolution - center[0]
+    ys = origin[1] + (np.arange(j0, j1) + 0.5) * resolution - center[1]
+    dx, dy = np.meshgrid(xs, ys)
+    u = c * dx + s * dy
+    v = -s * dx + c * dy
+    occupied[j0:j1, i0:i1] |= (np.abs(u) <= half[0]) & (np.abs(v) <= half[1])
+
+
+def occupancy_grid(spec: SceneSpec, resolution: float = 0.05,
+                   joint_positions: dict[str, float] | None = None) -> OccupancyGrid:
+    """The scene's occupancy grid.
+
+    Args:
+        spec: the scene.
+        resolution: cell size in metres.
+        joint_positions: articulation name -> joint value (doors swing into the grid); initial values otherwise.
+
+    Raises:
+        ValueError: resolution is not positive.
+    """
+    if not resolution > 0:
+        raise ValueError(f"resolution must be positive, got {resolution}")
+    xmin, ymin, xmax, ymax = spec.bounds()
+    margin = 2 * resolution
+    origin = (xmin - margin, ymin - margin)
+    columns = int(math.ceil((xmax - xmin + 2 * margin) / resolution))
+    rows = int(math.ceil((ymax - ymin + 2 * margin) / resolution))
+    xs = origin[0] + (np.arange(columns) + 0.5) * resolution
+    ys = origin[1] + (np.arange(rows) + 0.5) * resolution
+    grid_x, grid_y = np.meshgrid(xs, ys)
+    in_room = np.zeros((rows, columns), dtype=bool)
+    for room in spec.rooms:
+        rx0, ry0, rx1, ry1 = room.bounds
+        in_room |= (grid_x >= rx0) & (grid_x <= rx1) & (grid_y >= ry0) & (grid_y <= ry1)
+    occupied = ~in_room
+    for wall in spec.walls:
+        (x0, y0), (x1, y1) = wall.start, wall.end
+        length = math.hypot(x1 - x0, y1 - y0)
+        _fill_rectangle(occupied, origin, resolution, ((x0 + x1) / 2, (y0 + y1) / 2),
+                        (length / 2 + wall.thickness / 2, wall.thickness / 2), math.atan2(y1 - y0, x1 - x0))
+    names = joint_positions or {}
+    for piece in spec.furniture:
+        slots = {articulation.slot: names[articulation.name] for articulation in piece.articulations
+                 if articulation.name in names}
+        for box, _ in layout.world_boxes(piece, slots):
+            low, high = box.center[2] - box.half[2], box.center[2] + box.half[2]
+            if high < ROBOT_BAND[0] or low > ROBOT_BAND[1]:
+                continue
+            _fill_rectangle(occupied, origin, resolution, box.center[:2], box.half[:2], piece.pose.yaw)
+    return OccupancyGrid(origin, resolution, occupied)
+
+
+def unreachable_objects(spec: SceneSpec, reach: float = ARM_REACH, robot_radius: float = ROBOT_RADIUS,
+                        resolution: float = 0.05) -> list[str]:
+    """Objects no free base position connected to the robot's start can reach.
+
+    An object is reachable when some cell that the robot can drive to from its start (on the grid inflated by its
+    radius, with doors at their initial positions) lies within `reach` metres of the object's centre.
+    """
+    grid = occupancy_grid(spec, resolution).inflated(robot_radius)
+    free = grid.reachable_from(spec.robot.pose.x, spec.robot.pose.y)
+    if not free.any():
+        return [obj.name for obj in spec.objects]
+    rows, columns = np.nonzero(free)
+    centers_x = grid.origin[0] + (columns + 0.5) * resolution
+    centers_y = grid.origin[1] + (rows + 0.5) * resolution
+    missing = []
+    for obj in spec.objects:
+        x, y, _, _ = layout.object_start_pose(spec, obj)
+        if not np.any(np.hypot(centers_x - x, centers_y - y) <= reach):
+            missing.append(obj.name)
+    return missing

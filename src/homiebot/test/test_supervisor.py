@@ -1,0 +1,87 @@
+"""The process supervisor behind `homiebot up` and `homiebot run`, with plain Python child processes."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+import pytest
+
+from homiebot.supervisor import ProcessSpec, Supervisor
+
+SERVE_UNTIL_SIGINT = """
+import signal, sys, time
+print("ready", flush=True)
+def bye(*_):
+    print("clean shutdown", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGINT, bye)
+while True:
+    time.sleep(0.05)
+"""
+IGNORE_SIGINT = """
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def python(code: str) -> tuple[str, ...]:
+    return (sys.executable, "-c", code)
+
+
+def test_output_is_prefixed_and_ctrl_c_stops_everything_cleanly():
+    out = io.StringIO()
+    specs = [ProcessSpec("bridge", python(SERVE_UNTIL_SIGINT)), ProcessSpec("planner", python(SERVE_UNTIL_SIGINT))]
+    with Supervisor(specs, out=out) as supervisor:
+        for name in ("bridge", "planner"):
+            assert supervisor.wait_for_line(name, lambda line: line == "ready", timeout_s=20)
+        assert supervisor.exited() == []
+    codes = {exit_.name: exit_.returncode for exit_ in supervisor.exited()}
+    assert codes == {"bridge": 0, "planner": 0}
+    text = out.getvalue().splitlines()
+    assert "[bridge ] ready" in text and "[planner] ready" in text
+    assert "[bridge ] clean shutdown" in text
+
+
+def test_a_dying_node_is_reported():
+    specs = [ProcessSpec("steady", python(SERVE_UNTIL_SIGINT)),
+             ProcessSpec("crasher", python("import sys; print('boom', flush=True); sys.exit(3)"))]
+    supervisor = Supervisor(specs, out=io.StringIO())
+    supervisor.start()
+    try:
+        ended = supervisor.wait_for_any_exit(timeout_s=20)
+        assert ended is not None and (ended.name, ended.returncode) == ("crasher", 3)
+        assert supervisor.lines["crasher"] == ["boom"]
+    finally:
+        codes = supervisor.stop()
+    assert codes["steady"] == 0
+
+
+def test_a_process_ignoring_sigint_is_killed_after_the_grace_period():
+    supervisor = Supervisor([ProcessSpec("stubborn", python(IGNORE_SIGINT))], out=io.StringIO(), grace_s=0.5)
+    supervisor.start()
+    assert supervisor.wait_for_line("stubborn", lambda line: line == "ready", timeout_s=20)
+    started = time.monotonic()
+    codes = supervisor.stop()
+    assert codes["stubborn"] == -9
+    assert time.monotonic() - started < 5
+
+
+def test_extra_environment_reaches_the_child():
+    spec = ProcessSpec("env", python("import os; print(os.environ['ROS_DOMAIN_ID'])"), env={"ROS_DOMAIN_ID": "42"})
+    supervisor = Supervisor([spec], echo=False)
+    supervisor.start()
+    supervisor.wait_for_any_exit(timeout_s=20)
+    supervisor.stop()
+    assert supervisor.lines["env"] == ["42"]
+
+
+def test_invalid_specs_are_refused():
+    with pytest.raises(ValueError, match="needs a name"):
+        ProcessSpec("", ("true",))
+    with pytest.raises(ValueError, match="unique"):
+        Supervisor([ProcessSpec("a", ("true",)), ProcessSpec("a", ("true",))])

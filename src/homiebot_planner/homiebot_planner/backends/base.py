@@ -1,0 +1,133 @@
+"""The interface every planner backend implements, and the request it receives.
+
+A backend turns one `GenerationRequest` (chat messages, the current four views, sampling settings and the
+constraints a local model may decode under) into the model's raw text. It does not parse: the planner core
+parses, re-samples and falls back to End, identically for every backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from homiebot_planner.memory import ExecutedStep
+from homiebot_planner.prompts import ObservationMode
+
+Role = Literal["system", "user", "assistant"]
+
+
+class BackendError(RuntimeError):
+    """The backend cannot produce an answer (server down, model missing, bad configuration).
+
+    The message says what failed and what to do; it never contains credentials.
+    """
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One chat turn. Only the current user turn carries images (front, left, back, right, or the release order).
+
+    Attributes:
+        role: "system", "user" or "assistant".
+        text: the turn's text.
+        images: RGB images as HxWx3 uint8 arrays, in the order they are to be shown.
+    """
+
+    role: Role
+    text: str
+    images: tuple[np.ndarray, ...] = ()
+
+
+@dataclass(frozen=True)
+class DecodingConstraints:
+    """What a constrained decoder may choose from in this step.
+
+    Attributes:
+        visible: names the planner may target (display names of everything visible in the four views).
+        held: what the planner believes the robot holds (Put's object).
+        receptacles: visible names that can receive an object (Put's place); all visible names when empty.
+        hand_rules: also forbid Pick/Open/Close with a full hand and Put with an empty one.
+    """
+
+    visible: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
+    receptacles: tuple[str, ...] = ()
+    hand_rules: bool = True
+
+
+@dataclass(frozen=True)
+class EpisodeInfo:
+    """What a backend may know about the episode it plans (the expert backend reads the task's files).
+
+    Attributes:
+        episode_id: identifier used in the StepRecords.
+        instruction: the task text.
+        task_id: EMMOE task id, empty for a free instruction.
+        task_dir: the task's directory in the official layout (info.txt, keypath.json), when known.
+    """
+
+    episode_id: str
+    instruction: str
+    task_id: str = ""
+    task_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """Everything a backend needs for one sample.
+
+    Attributes:
+        messages: system prompt, optional in-context example, the visible conversation window, the current turn.
+        temperature: sampling temperature (0 means greedy).
+        max_new_tokens: cap on generated tokens.
+        constraints: what constrained decoding may choose from.
+        executed: the subtasks executed so far in this episode (for replaying backends).
+        visible: the visible names per view (text observations), view -> names.
+        cancel: set when the run is cancelled; long generations stop early.
+    """
+
+    messages: tuple[ChatMessage, ...]
+    temperature: float = 0.2
+    max_new_tokens: int = 256
+    constraints: DecodingConstraints = field(default_factory=DecodingConstraints)
+    executed: tuple[ExecutedStep, ...] = ()
+    visible: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    cancel: threading.Event | None = None
+
+
+class PlannerBackend(ABC):
+    """A source of planner answers.
+
+    Attributes:
+        name: backend and model, as it appears in StepRecord.planner (e.g. "smollm2", "openai:gpt-4o").
+        observation_mode: "images" when the backend takes the four views, "text" for visible-object names.
+        default_in_context_example: whether untuned use needs the one-example template by default.
+    """
+
+    name: str = "backend"
+    observation_mode: ObservationMode = "images"
+    default_in_context_example: bool = False
+
+    def start_episode(self, episode: EpisodeInfo) -> None:
+        """Called before the first step of every episode (default: nothing to do).
+
+        Raises:
+            BackendError: when the backend cannot plan this episode (e.g. the expert has no plan for it).
+        """
+
+    @abstractmethod
+    def generate(self, request: GenerationRequest) -> str:
+        """One sample of raw model output.
+
+        Raises:
+            BackendError: when no answer can be produced.
+        """
+
+    def close(self) -> None:
+        """Release resources (default: nothing to release)."""

@@ -1,0 +1,173 @@
+"""The expert backend: replays a task's annotated plan (keypath.json, info.txt, or a plan given directly).
+
+Used for data collection and as an upper bound. The expert follows one plan and answers every step with the
+first plan node not yet done: a node counts as done when a *successful* executed step matched it, in order (the
+same greedy walk as EMMOE's task progress). A failed step is therefore retried, and a plan node executed out of
+order is not skipped. With several keypaths the expert follows the one with the most progress (the first on ties).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from emmoe_eval.dataset import DatasetError, InfoBlock, find_task, read_info, read_keypaths
+from emmoe_eval.names import AliasTable, default_alias_table
+from emmoe_eval.protocol import MODELS_FOR_ACTION, SubtaskText, parse_subtask
+
+from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
+from homiebot_planner.memory import ExecutedStep
+from homiebot_planner.prompts import is_small_object
+
+EXPERT_SOURCES = ("keypath", "info", "plan")
+
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One step of the expert's plan: the subtask, the model to use, and the analysis to give."""
+
+    subtask: SubtaskText
+    model: str = ""
+    analysis: str = ""
+
+
+@dataclass(frozen=True)
+class ExpertConfig:
+    """Settings of the expert backend.
+
+    Attributes:
+        source: "keypath" (the task's keypath.json), "info" (the successful subtasks of its info.txt, with their
+            models and analyses) or "plan" (the subtasks given in `plan`, for free instructions and tests).
+        plan: bracketed subtasks for source "plan", e.g. ("[Go to, fridge]", "[Open, fridge]", "[End]").
+        data_dir: the EMMOE data folder (holding train/ and test/) used when an episode names a task id but no
+            task directory.
+    """
+
+    source: str = "keypath"
+    plan: tuple[str, ...] = ()
+    data_dir: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source not in EXPERT_SOURCES:
+            raise ValueError(f"expert source must be one of {', '.join(EXPERT_SOURCES)}, not {self.source!r}")
+        if self.source == "plan":
+            if not self.plan:
+                raise ValueError("expert source 'plan' needs a non-empty plan (expert_plan)")
+            for node in self.plan:
+                try:
+                    parse_subtask(node)
+                except ValueError as error:
+                    raise ValueError(f"expert_plan entry {node!r} is not a subtask: {error}") from None
+
+
+def default_model(subtask: SubtaskText, table: AliasTable | None = None) -> str:
+    """The model an expert picks when the plan names none.
+
+    Go to: PixNav for small objects (YCB ids), NoMaD for places and furniture; other actions: their only model.
+    """
+    allowed = MODELS_FOR_ACTION.get(subtask.action, ())
+    if not allowed:
+        return "None"
+    if subtask.action == "Go to":
+        table = table or default_alias_table()
+        canonicals = table.canonicals(subtask.target)
+        return "PixNav" if canonicals and all(is_small_object(name) for name in canonicals) else "NoMaD"
+    return allowed[0]
+
+
+def matched_nodes(plan: Sequence[PlanNode], executed: Sequence[ExecutedStep], table: AliasTable) -> int:
+    """How many plan nodes the successful executed steps match, greedily and in order."""
+    matched = 0
+    for step in executed:
+        if matched >= len(plan):
+            break
+        if step.success and _same_subtask(plan[matched].subtask, step.subtask, table):
+            matched += 1
+    return matched
+
+
+def _same_subtask(expected: SubtaskText, actual: SubtaskText, table: AliasTable) -> bool:
+    if expected.action != actual.action:
+        return False
+    return all(table.same(want, got) if want or got else True
+               for want, got in ((expected.target, actual.target), (expected.place, actual.place)))
+
+
+def format_answer(node: PlanNode) -> str:
+    """The three-line answer for a plan node."""
+    model = node.model or "None"
+    return f"Analysis: {node.analysis}\nSubtask: {node.subtask}\nModel: {model}"
+
+
+class ExpertBackend(PlannerBackend):
+    """Replays the expert plan of each episode (see the module docstring for how it follows the plan).
+
+    Args:
+        config: where the plans come from.
+        alias_table: to compare names (the shipped table by default).
+    """
+
+    observation_mode = "images"
+
+    def __init__(self, config: ExpertConfig | None = None, alias_table: AliasTable | None = None) -> None:
+        self.config = config or ExpertConfig()
+        self.name = f"expert:{self.config.source}"
+        self._table = alias_table or default_alias_table()
+        self._plans: tuple[tuple[PlanNode, ...], ...] = ()
+
+    def start_episode(self, episode: EpisodeInfo) -> None:
+        """Load the plan(s) of the episode.
+
+        Raises:
+            BackendError: when the task's files are missing or malformed, or no task is known.
+        """
+        if self.config.source == "plan":
+            nodes = tuple(parse_subtask(text) for text in self.config.plan)
+            self._plans = (tuple(PlanNode(node, default_model(node, self._table), _analysis(i, len(nodes)))
+                                 for i, node in enumerate(nodes)),)
+            return
+        directory = episode.task_dir
+        try:
+            if directory is None and episode.task_id and self.config.data_dir:
+                task = find_task(self.config.data_dir, episode.task_id)
+                directory = task.directory if task is not None else None
+            if directory is None:
+                raise BackendError(f"the expert ({self.config.source}) needs the task's directory: task "
+                                   f"{episode.task_id or '(free instruction)'} was not found; set data_dir or use "
+                                   "expert_source 'plan'")
+            if self.config.source == "keypath":
+                keypaths = read_keypaths(directory / "keypath.json")
+                self._plans = tuple(tuple(PlanNode(node, default_model(node, self._table), _analysis(i, len(path)))
+                                          for i, node in enumerate(path)) for path in keypaths)
+            else:
+                info = read_info(directory / "info.txt")
+                blocks = [block for block in info.blocks if block.succeeded]
+                if not blocks or blocks[-1].subtask.action != "End":
+                    blocks.append(InfoBlock(index=len(info.blocks) + 1, subtask=SubtaskText("End")))
+                self._plans = (tuple(PlanNode(block.subtask, block.model or default_model(block.subtask, self._table),
+                                              block.analysis or _analysis(i, len(blocks)))
+                                     for i, block in enumerate(blocks)),)
+        except DatasetError as error:
+            raise BackendError(f"expert: {error}") from None
+
+    def next_node(self, executed: Sequence[ExecutedStep]) -> PlanNode:
+        """The plan node to answer with after the executed steps.
+
+        Raises:
+            BackendError: when no plan was loaded (start_episode not called).
+        """
+        if not self._plans:
+            raise BackendError("expert: no plan loaded; start_episode must be called first")
+        progress = [matched_nodes(plan, executed, self._table) / len(plan) for plan in self._plans]
+        best = max(range(len(self._plans)), key=lambda index: (progress[index], -index))
+        plan = self._plans[best]
+        matched = matched_nodes(plan, executed, self._table)
+        return plan[min(matched, len(plan) - 1)]
+
+    def generate(self, request: GenerationRequest) -> str:
+        """The answer for the next plan node."""
+        return format_answer(self.next_node(request.executed))
+
+
+def _analysis(index: int, total: int) -> str:
+    return f"Following the expert plan, step {index + 1} of {total}."

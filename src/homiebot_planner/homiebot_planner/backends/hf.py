@@ -1,0 +1,272 @@
+"""The hf backend: local transformers models, loaded from a directory only (no hub downloads).
+
+Supported: text-only causal LMs (they get visible-object names) and image-text-to-text VLMs in the LLaVA family
+(LLaVA, LLaVA-NeXT, Video-LLaVA) or with a processor chat template (Qwen2-VL, ...), which get the four views.
+A directory holding `adapter_config.json` is a PEFT adapter: its base model is loaded from the adapter's
+`base_model_name_or_path` (or `base_model_path` when set) and the adapter on top. Optional 4-bit loading uses
+bitsandbytes. Constrained decoding (see `constrained.py`) is a setting.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from homiebot_planner.backends.base import BackendError, ChatMessage, GenerationRequest, PlannerBackend
+from homiebot_planner.backends.constrained import constrained_answer, make_cancel_criteria, sampling_arguments
+
+_LOG = logging.getLogger(__name__)
+_DTYPES = ("auto", "float32", "bfloat16", "float16")
+_OBSERVATION_MODES = ("auto", "images", "text")
+ADAPTER_FILE = "adapter_config.json"
+
+
+@dataclass(frozen=True)
+class HFConfig:
+    """Settings of the hf backend.
+
+    Attributes:
+        model_path: local directory of a full model or of a PEFT adapter.
+        base_model_path: local base model for an adapter whose config names a hub id or a moved directory.
+        load_in_4bit: quantize the weights to 4 bit with bitsandbytes while loading.
+        device: "cpu", "cuda", "cuda:1", ... or "auto" (accelerate's placement).
+        dtype: "auto" (the checkpoint's), "float32", "bfloat16" or "float16".
+        constrained: restrict Subtask and Model to valid choices (see constrained.py).
+        analysis_max_tokens: cap on the Analysis in constrained decoding.
+        observation_mode: "auto" (images for VLMs, text for text LMs), "images" or "text".
+        in_context_example: whether untuned use needs the one-example template by default.
+        trust_remote_code: allow model code shipped in the directory (MiniCPM-V and similar).
+        name: what StepRecord.planner shows (default "hf:<directory name>").
+    """
+
+    model_path: str
+    base_model_path: str = ""
+    load_in_4bit: bool = False
+    device: str = "cpu"
+    dtype: str = "auto"
+    constrained: bool = False
+    analysis_max_tokens: int = 48
+    observation_mode: str = "auto"
+    in_context_example: bool = True
+    trust_remote_code: bool = False
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.model_path.strip():
+            raise ValueError("hf backend needs hf_model_path (a local model or adapter directory)")
+        if self.dtype not in _DTYPES:
+            raise ValueError(f"hf_dtype must be one of {', '.join(_DTYPES)}, not {self.dtype!r}")
+        if self.observation_mode not in _OBSERVATION_MODES:
+            raise ValueError(f"hf observation mode must be one of {', '.join(_OBSERVATION_MODES)}, "
+                             f"not {self.observation_mode!r}")
+        if self.analysis_max_tokens < 1:
+            raise ValueError(f"analysis_max_tokens must be >= 1, got {self.analysis_max_tokens}")
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for generation.
+
+    Attributes:
+        model: the transformers (or PEFT) model, in eval mode.
+        tokenizer: its tokenizer.
+        processor: the multimodal processor (None for text LMs).
+    """
+
+    model: Any
+    tokenizer: Any
+    processor: Any | None
+
+    @property
+    def is_multimodal(self) -> bool:
+        """Whether the model takes images."""
+        return self.processor is not None
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    return "auto" if name == "auto" else getattr(torch, name)
+
+
+def _resolve_paths(config: HFConfig) -> tuple[Path, Path | None]:
+    """(model directory, adapter directory or None)."""
+    path = Path(config.model_path).expanduser()
+    if not path.is_dir():
+        raise BackendError(f"hf: model directory {path} does not exist (hf_model_path must be a local directory; "
+                           "nothing is downloaded)")
+    if not (path / ADAPTER_FILE).is_file():
+        return path, None
+    if config.base_model_path:
+        base = Path(config.base_model_path).expanduser()
+    else:
+        try:
+            named = json.loads((path / ADAPTER_FILE).read_text(encoding="utf-8")).get("base_model_name_or_path") or ""
+        except (OSError, json.JSONDecodeError) as error:
+            raise BackendError(f"hf: {path / ADAPTER_FILE}: cannot read: {error}") from None
+        base = Path(named).expanduser()
+        if named and not base.is_absolute() and not base.is_dir():
+            base = path / named
+    if not base.is_dir():
+        raise BackendError(f"hf: the adapter in {path} needs its base model, {str(base) or '(unnamed)'}, which is not "
+                           "a local directory; set hf_base_model_path")
+    return base, path
+
+
+def load_local_model(config: HFConfig) -> LoadedModel:
+    """Load a model (and adapter) from local directories.
+
+    Raises:
+        BackendError: when a directory is missing or the model cannot be loaded.
+    """
+    import transformers
+    from transformers import AutoConfig
+
+    base, adapter = _resolve_paths(config)
+    options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": config.trust_remote_code,
+                               "dtype": _torch_dtype(config.dtype)}
+    if config.load_in_4bit:
+        options["quantization_config"] = transformers.BitsAndBytesConfig(load_in_4bit=True,
+                                                                         bnb_4bit_quant_type="nf4")
+    if config.device == "auto":
+        options["device_map"] = "auto"
+    elif config.load_in_4bit:
+        options["device_map"] = {"": config.device}
+    try:
+        model_config = AutoConfig.from_pretrained(base, local_files_only=True,
+                                                  trust_remote_code=config.trust_remote_code)
+        multimodal = hasattr(model_config, "vision_config")
+        model_class = transformers.AutoModelForImageTextToText if multimodal else transformers.AutoModelForCausalLM
+        model = model_class.from_pretrained(base, **options)
+        source = adapter if adapter is not None and _has_tokenizer(adapter) else base
+        processor = None
+        if multimodal:
+            processor = transformers.AutoProcessor.from_pretrained(source, local_files_only=True,
+                                                                   trust_remote_code=config.trust_remote_code)
+            tokenizer = processor.tokenizer
+        else:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True,
+                                                                   trust_remote_code=config.trust_remote_code)
+        if adapter is not None:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, adapter, is_trainable=False)
+    except BackendError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any loading failure becomes one clear message
+        raise BackendError(f"hf: cannot load the model from {config.model_path}: {type(error).__name__}: "
+                           f"{' '.join(str(error).split())[:300]}") from None
+    if config.device not in ("auto",) and not config.load_in_4bit:
+        model = model.to(config.device)
+    model.eval()
+    return LoadedModel(model=model, tokenizer=tokenizer, processor=processor)
+
+
+def _has_tokenizer(directory: Path) -> bool:
+    return any((directory / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model"))
+
+
+def _image_token(processor: Any) -> str:
+    return str(getattr(processor, "image_token", None) or "<image>")
+
+
+def chat_prompt(loaded: LoadedModel, messages: tuple[ChatMessage, ...]) -> tuple[str, bool]:
+    """The prompt text ending where the assistant answers, and whether it came from a chat template.
+
+    Uses the processor's (VLMs) or tokenizer's chat template when present; otherwise the release's plain format
+    `{system}\\n\\nUSER:\\n{text}ASSISTANT:\\n{answer}\\n...ASSISTANT:\\n` with one image token per image.
+    """
+    owner = loaded.processor if loaded.is_multimodal else loaded.tokenizer
+    if getattr(owner, "chat_template", None):
+        converted: list[dict[str, Any]] = []
+        for message in messages:
+            if loaded.is_multimodal:
+                content: Any = [{"type": "image"} for _ in message.images] + [{"type": "text", "text": message.text}]
+            else:
+                content = message.text
+            converted.append({"role": message.role, "content": content})
+        return owner.apply_chat_template(converted, add_generation_prompt=True, tokenize=False), True
+    parts: list[str] = []
+    for message in messages:
+        if message.role == "system":
+            parts.append(message.text + "\n\n")
+        elif message.role == "user":
+            images = (_image_token(loaded.processor) * len(message.images) + "\n") if message.images else ""
+            parts.append(f"USER:\n{images}{message.text}")
+        else:
+            parts.append(f"ASSISTANT:\n{message.text}\n")
+    parts.append("ASSISTANT:\n")
+    return "".join(parts), False
+
+
+class HFBackend(PlannerBackend):
+    """A local transformers model as planner.
+
+    Args:
+        config: where the model is and how to decode.
+        loaded: an already loaded model (the smollm2 backend and tests pass one); loaded from `config` otherwise.
+    """
+
+    def __init__(self, config: HFConfig, loaded: LoadedModel | None = None) -> None:
+        self.config = config
+        self.loaded = loaded or load_local_model(config)
+        self.name = config.name or f"hf:{Path(config.model_path).name}"
+        if config.observation_mode == "auto":
+            self.observation_mode = "images" if self.loaded.is_multimodal else "text"
+        else:
+            self.observation_mode = config.observation_mode  # type: ignore[assignment]
+        if self.observation_mode == "images" and not self.loaded.is_multimodal:
+            raise BackendError(f"hf: {config.model_path} is a text-only model; it cannot take images "
+                               "(use observation mode 'text' or 'auto')")
+        self.default_in_context_example = config.in_context_example
+
+    def _encoder(self, messages: tuple[ChatMessage, ...], templated: bool) -> Any:
+        loaded = self.loaded
+        device = loaded.model.device
+        images = [_to_pil(image) for image in messages[-1].images] if messages else []
+
+        def encode(text: str) -> Any:
+            if loaded.is_multimodal:
+                inputs = loaded.processor(text=text, images=images or None, return_tensors="pt")
+            else:
+                inputs = loaded.tokenizer(text, return_tensors="pt", add_special_tokens=not templated)
+            return inputs.to(device)
+
+        return encode
+
+    def generate(self, request: GenerationRequest) -> str:
+        """One sample; constrained when the config says so.
+
+        Raises:
+            BackendError: when generation fails.
+        """
+        import torch
+
+        prompt, templated = chat_prompt(self.loaded, request.messages)
+        encode = self._encoder(request.messages, templated)
+        tokenizer = self.loaded.tokenizer
+        try:
+            with torch.inference_mode():
+                if self.config.constrained:
+                    return constrained_answer(self.loaded.model, tokenizer, encode, prompt, request.constraints,
+                                              request.temperature, self.config.analysis_max_tokens, request.cancel)
+                inputs = encode(prompt)
+                options: dict[str, Any] = {"pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id,
+                                           **sampling_arguments(request.temperature)}
+                if request.cancel is not None:
+                    from transformers import StoppingCriteriaList
+
+                    options["stopping_criteria"] = StoppingCriteriaList([make_cancel_criteria(request.cancel)])
+                output = self.loaded.model.generate(**inputs, max_new_tokens=request.max_new_tokens, **options)
+        except (RuntimeError, ValueError, IndexError) as error:
+            raise BackendError(f"hf: generation failed: {type(error).__name__}: {error}") from None
+        return tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def _to_pil(image: Any) -> Any:
+    from PIL import Image
+
+    return Image.fromarray(image)

@@ -1,0 +1,183 @@
+"""The openai backend: any OpenAI-compatible chat-completions server (GPT-4o, Gemini's compatible endpoint, vLLM,
+SGLang, Ollama, ...).
+
+The API key is read from an environment variable only (OPENAI_API_KEY by default) and never logged or shown in
+errors. The current user turn carries the four views as base64 PNG data-URL parts before its text.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from homiebot_planner.backends.base import BackendError, ChatMessage, GenerationRequest, PlannerBackend
+
+_LOG = logging.getLogger(__name__)
+# Sent when the environment holds no key: local servers (vLLM, Ollama) accept any bearer token.
+_PLACEHOLDER_KEY = "EMPTY"
+
+
+@dataclass(frozen=True)
+class OpenAIConfig:
+    """Settings of the openai backend.
+
+    Attributes:
+        model: the model name the server knows (e.g. "gpt-4o").
+        base_url: the server's API root (e.g. "http://127.0.0.1:8000/v1").
+        api_key_env: name of the environment variable holding the API key.
+        timeout_s: per-request timeout in seconds.
+        max_retries: retries after a connection error, timeout, rate limit or server error (not after 4xx).
+        backoff_s: first retry delay; doubled after every retry.
+        send_images: attach the four views (turn off for text-only servers; they then get visible-object names).
+    """
+
+    model: str
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    backoff_s: float = 1.0
+    send_images: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.model.strip():
+            raise ValueError("openai backend needs a model name (openai_model)")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"openai_base_url must start with http:// or https://, got {self.base_url!r}")
+        if not self.api_key_env.strip():
+            raise ValueError("openai_api_key_env must name an environment variable")
+        if self.timeout_s <= 0:
+            raise ValueError(f"openai_timeout_s must be > 0, got {self.timeout_s}")
+        if self.max_retries < 0:
+            raise ValueError(f"openai_max_retries must be >= 0, got {self.max_retries}")
+        if self.backoff_s < 0:
+            raise ValueError(f"openai_backoff_s must be >= 0, got {self.backoff_s}")
+
+
+def image_data_url(image: np.ndarray) -> str:
+    """A `data:image/png;base64,...` URL of an HxWx3 uint8 RGB image.
+
+    Raises:
+        ValueError: when the array is not HxWx3 uint8.
+    """
+    from PIL import Image
+
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"expected an HxWx3 uint8 RGB image, got shape {image.shape} dtype {image.dtype}")
+    buffer = io.BytesIO()
+    Image.fromarray(image).save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def to_openai_messages(messages: tuple[ChatMessage, ...], send_images: bool = True) -> list[dict[str, Any]]:
+    """Chat messages in the OpenAI format; a turn with images becomes image_url parts followed by a text part."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if message.images and send_images:
+            parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": image_data_url(image)}}
+                                           for image in message.images]
+            parts.append({"type": "text", "text": message.text})
+            converted.append({"role": message.role, "content": parts})
+        else:
+            converted.append({"role": message.role, "content": message.text})
+    return converted
+
+
+class OpenAIBackend(PlannerBackend):
+    """Queries an OpenAI-compatible server with retries and backoff.
+
+    Args:
+        config: server, model and retry settings.
+        sleep: the delay function (tests pass a fake to skip real waiting).
+    """
+
+    def __init__(self, config: OpenAIConfig, sleep: Callable[[float], None] = time.sleep) -> None:
+        import openai
+
+        self.config = config
+        self.name = f"openai:{config.model}"
+        self.observation_mode = "images" if config.send_images else "text"
+        self._openai = openai
+        self._sleep = sleep
+        api_key = os.environ.get(config.api_key_env, "")
+        if not api_key:
+            _LOG.info("no API key in $%s; sending a placeholder (fine for local servers)", config.api_key_env)
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=api_key or _PLACEHOLDER_KEY,
+                                     timeout=config.timeout_s, max_retries=0)
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(model={self.config.model!r}, base_url={self.config.base_url!r})"
+
+    def generate(self, request: GenerationRequest) -> str:
+        """One chat completion.
+
+        Raises:
+            BackendError: when the server is unreachable, times out or keeps failing after the retries, or rejects
+                the request (bad key, unknown model, bad request).
+        """
+        openai = self._openai
+        retryable = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+        messages = to_openai_messages(request.messages, self.config.send_images)
+        delay = self.config.backoff_s
+        attempt = 0
+        while True:
+            attempt += 1
+            if request.cancel is not None and request.cancel.is_set():
+                raise BackendError("openai: cancelled")
+            try:
+                response = self._client.chat.completions.create(
+                    model=self.config.model, messages=messages,  # type: ignore[arg-type]
+                    temperature=request.temperature, max_tokens=request.max_new_tokens,
+                )
+            except retryable as error:
+                if attempt > self.config.max_retries:
+                    raise BackendError(self._describe(error, attempt)) from None
+                _LOG.warning("openai: %s; retrying in %.1f s", type(error).__name__, delay)
+                self._sleep(delay)
+                delay *= 2
+                continue
+            except openai.APIStatusError as error:
+                raise BackendError(f"openai: the server at {self.config.base_url} rejected the request with HTTP "
+                                   f"{error.status_code} ({_short(error)}); check openai_model and "
+                                   f"${self.config.api_key_env}") from None
+            except openai.OpenAIError as error:
+                raise BackendError(f"openai: {type(error).__name__}: {_short(error)}") from None
+            return _content(response, self.config.base_url)
+
+    def _describe(self, error: Exception, attempts: int) -> str:
+        if isinstance(error, self._openai.APITimeoutError):
+            reason = f"no answer within {self.config.timeout_s:g} s"
+        elif isinstance(error, self._openai.APIConnectionError):
+            reason = "cannot connect (is the server running?)"
+        else:
+            reason = f"{type(error).__name__}: {_short(error)}"
+        return f"openai: {self.config.base_url}: {reason}; gave up after {attempts} attempt(s)"
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()
+
+
+def _short(error: Exception) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _content(response: Any, base_url: str) -> str:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        raise BackendError(f"openai: {base_url} answered without a choice/message") from None
+    if content is None:
+        raise BackendError(f"openai: {base_url} answered with an empty message")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)

@@ -1,0 +1,136 @@
+"""Parsing the planner's three-line answer (Analysis / Subtask / Model) and checking it against the protocol.
+
+Two patterns, both anchored on the labels `Analysis:`, `Subtask:` and `Model:` (DOTALL): the strict one needs the
+subtask in square brackets, the relaxed one accepts it without them but only on one line and only when it splits
+into at most three comma-separated parts. Parsing never raises: anything else is "unparsable" (None).
+
+Parsing and validity are separate on purpose: a parsable answer with an unknown action is what the benchmark sends
+to the executor, which answers with the F1 feedback. `validity_problems` tells the caller what is wrong so that a
+planner may choose to re-sample instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from emmoe_eval.protocol import ACTIONS, MODELS, MODELS_FOR_ACTION, SubtaskText, format_subtask, parse_subtask
+
+PatternName = Literal["strict", "relaxed"]
+
+_STRICT = re.compile(
+    r"Analysis:(?P<analysis>.*?)Subtask:[ \t]*\[(?P<subtask>[^\[\]\n]*)\]\s*Model:[ \t]*(?P<model>[^\n]*)",
+    re.DOTALL,
+)
+_RELAXED = re.compile(
+    r"Analysis:(?P<analysis>.*?)Subtask:[ \t]*(?P<subtask>[^\n]*?)\s*Model:[ \t]*(?P<model>[^\n]*)",
+    re.DOTALL,
+)
+# Words a model may write for "no model" after [End].
+_NO_MODEL = ("", "none", "null", "n/a")
+_MODEL_DECORATION = " \t\r`'\"*."
+
+
+@dataclass(frozen=True)
+class ParsedOutput:
+    """One parsed planner answer.
+
+    Attributes:
+        analysis: the Analysis text, trimmed.
+        subtask: action, target and place exactly as written (trimmed).
+        model: the model name as written, trimmed of quotes and a final full stop.
+        pattern: which pattern matched ("strict" or "relaxed").
+    """
+
+    analysis: str
+    subtask: SubtaskText
+    model: str
+    pattern: PatternName
+
+    @property
+    def subtask_text(self) -> str:
+        """The subtask in bracketed notation, e.g. `[Put, apple, fridge]`."""
+        return format_subtask(self.subtask.action, self.subtask.target, self.subtask.place)
+
+    @property
+    def is_end(self) -> bool:
+        """Whether the answer ends the run."""
+        return self.subtask.action == "End"
+
+
+def _from_match(match: re.Match[str], pattern: PatternName) -> ParsedOutput | None:
+    subtask_text = match.group("subtask").strip()
+    if pattern == "relaxed":
+        subtask_text = subtask_text.strip("[]").strip()
+    if not subtask_text:
+        return None
+    try:
+        subtask = parse_subtask(subtask_text)
+    except ValueError:
+        return None
+    model = match.group("model").strip(_MODEL_DECORATION)
+    return ParsedOutput(analysis=match.group("analysis").strip(), subtask=subtask, model=model, pattern=pattern)
+
+
+def parse_output(text: str) -> ParsedOutput | None:
+    """Parse a planner answer: the strict pattern first, then the relaxed one.
+
+    Args:
+        text: the model's raw output (any string).
+
+    Returns:
+        The parsed answer, or None when neither pattern yields a well-formed subtask. Never raises.
+    """
+    if not isinstance(text, str):
+        return None
+    for pattern, regex in (("strict", _STRICT), ("relaxed", _RELAXED)):
+        match = regex.search(text)
+        if match is not None:
+            parsed = _from_match(match, pattern)  # type: ignore[arg-type]
+            if parsed is not None:
+                return parsed
+    return None
+
+
+def validity_problems(parsed: ParsedOutput) -> tuple[str, ...]:
+    """What makes a parsed answer invalid under the protocol (empty when valid).
+
+    Checks the action against the action list, the number of arguments (Put takes object and place, End none,
+    the others one target) and the model against the model list (End takes no model).
+    """
+    problems: list[str] = []
+    action, target, place = parsed.subtask.action, parsed.subtask.target, parsed.subtask.place
+    if action not in ACTIONS:
+        problems.append(f"action {action!r} is not one of {', '.join(ACTIONS)}")
+        return tuple(problems)
+    if action == "End":
+        if target or place:
+            problems.append("[End] takes no arguments")
+        if parsed.model.lower() not in _NO_MODEL:
+            problems.append(f"[End] takes no model, got {parsed.model!r}")
+        return tuple(problems)
+    if not target:
+        problems.append(f"[{action}] needs a target")
+    if action == "Put" and not place:
+        problems.append("[Put] needs an object and a place: [Put, object, place]")
+    if action != "Put" and place:
+        problems.append(f"[{action}] takes one target, not two")
+    if parsed.model not in MODELS:
+        problems.append(f"model {parsed.model!r} is not one of {', '.join(MODELS)}")
+    return tuple(problems)
+
+
+def is_valid(parsed: ParsedOutput | None) -> bool:
+    """Whether an answer parsed and is valid under the protocol."""
+    return parsed is not None and not validity_problems(parsed)
+
+
+def model_fits_action(parsed: ParsedOutput) -> bool:
+    """Whether the chosen model is one the system prompt recommends for the action (End: no model)."""
+    if parsed.subtask.action not in MODELS_FOR_ACTION:
+        return False
+    allowed = MODELS_FOR_ACTION[parsed.subtask.action]
+    if not allowed:
+        return parsed.model.lower() in _NO_MODEL
+    return parsed.model in allowed

@@ -1,0 +1,235 @@
+"""The planner's step logic: build the messages, sample up to N times, parse, fall back to End, update memory.
+
+This is the EMMOE high-level planning loop without ROS: the planner node feeds it observations and execution
+results; tests and benchmarks drive it directly.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from emmoe_eval.names import AliasTable, default_alias_table
+from emmoe_eval.protocol import SubtaskText
+
+from homiebot_planner.backends.base import ChatMessage, DecodingConstraints, GenerationRequest, PlannerBackend
+from homiebot_planner.memory import PlannerMemory
+from homiebot_planner.parsing import ParsedOutput, is_valid, parse_output
+from homiebot_planner.prompts import (
+    RELEASE_IMAGE_ORDER,
+    REQUEST_LINES,
+    VIEW_ORDER,
+    build_user_message,
+    display_name,
+    in_context_example,
+    is_small_object,
+    system_prompt,
+)
+
+END = SubtaskText("End")
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """Settings of the planning loop (defaults are the released loop's).
+
+    Attributes:
+        max_samples: samples per step before giving up and emitting End (EMMOE: 5).
+        history_window: previous conversation rounds the model sees (EMMOE: 3).
+        request_variant: "live" (the release's loop) or "sft" (the SFT data's request line).
+        in_context_example: show one well-formed exchange before each inference (for untuned models).
+        temperature: sampling temperature (EMMOE: 0.2; 0 is greedy).
+        max_new_tokens: cap on tokens per sample.
+        require_valid: re-sample answers that parse but name an unknown action/model or wrong arguments
+            (off by default: the benchmark sends them to the executor, which answers F1).
+        release_image_order: send the views as left, back, right, front as the release did (the prompt still
+            says front, left, back, right); off by default.
+        display_names: show text-only planners readable aliases (`apple`) instead of canonical ids (`013_apple`).
+        hand_rules: constrained decoding also forbids Pick/Open/Close with a full hand and Put with an empty one.
+    """
+
+    max_samples: int = 5
+    history_window: int = 3
+    request_variant: str = "live"
+    in_context_example: bool = False
+    temperature: float = 0.2
+    max_new_tokens: int = 256
+    require_valid: bool = False
+    release_image_order: bool = False
+    display_names: bool = True
+    hand_rules: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_samples < 1:
+            raise ValueError(f"max_samples must be >= 1, got {self.max_samples}")
+        if self.history_window < 0:
+            raise ValueError(f"history_window must be >= 0, got {self.history_window}")
+        if self.request_variant not in REQUEST_LINES:
+            raise ValueError(f"request_variant must be one of {sorted(REQUEST_LINES)}, got {self.request_variant!r}")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(f"temperature must be in [0, 2], got {self.temperature}")
+        if self.max_new_tokens < 8:
+            raise ValueError(f"max_new_tokens must be >= 8, got {self.max_new_tokens}")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the planner observes before a step.
+
+    Attributes:
+        images: view name ("front", "left", "back", "right") -> HxWx3 uint8 RGB image; empty when not available.
+        visible: view name -> names visible in that view (canonical names from the simulator's segmentation).
+    """
+
+    images: Mapping[str, np.ndarray] = field(default_factory=dict)
+    visible: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The planner's answer for one step.
+
+    Attributes:
+        round_number: 1-based planner step.
+        user_message: the user message of this step (text).
+        raw_output: the accepted sample, or the last sample when the planner gave up.
+        parsed: the parsed answer; None when no sample parsed.
+        subtask: what to execute (End when the planner ended or gave up).
+        model: the low-level model as written ("None" for End).
+        analysis: the Analysis text (empty when the planner gave up).
+        samples: how many samples were drawn.
+        gave_up: True when all samples were unparsable and End was emitted instead.
+        valid: whether the answer is valid under the protocol (action/model lists, argument counts).
+        planning_seconds: wall time of the step's inference.
+    """
+
+    round_number: int
+    user_message: str
+    raw_output: str
+    parsed: ParsedOutput | None
+    subtask: SubtaskText
+    model: str
+    analysis: str
+    samples: int
+    gave_up: bool
+    valid: bool
+    planning_seconds: float
+
+    @property
+    def is_end(self) -> bool:
+        """Whether this step ends the run."""
+        return self.subtask.action == "End"
+
+
+class Planner:
+    """One episode of EMMOE high-level planning with one backend.
+
+    Args:
+        backend: where answers come from.
+        task: the instruction.
+        config: loop settings.
+        alias_table: for display names of visible objects (the shipped table by default).
+    """
+
+    def __init__(self, backend: PlannerBackend, task: str, config: PlannerConfig | None = None,
+                 alias_table: AliasTable | None = None) -> None:
+        self.backend = backend
+        self.config = config or PlannerConfig()
+        self.memory = PlannerMemory(task, window=self.config.history_window)
+        self._alias_table = alias_table or default_alias_table()
+        self._system = system_prompt(backend.observation_mode)
+
+    @property
+    def observation_mode(self) -> str:
+        """"images" or "text": what this planner's backend sees."""
+        return self.backend.observation_mode
+
+    def _names(self, names: Sequence[str]) -> list[str]:
+        if not self.config.display_names:
+            return list(names)
+        return [display_name(name, self._alias_table) for name in names]
+
+    def visible_names(self, observation: Observation) -> dict[str, list[str]]:
+        """The visible names per view as the planner shows them (display names unless turned off)."""
+        return {view: list(dict.fromkeys(self._names(observation.visible.get(view, ())))) for view in VIEW_ORDER}
+
+    def constraints(self, observation: Observation) -> DecodingConstraints:
+        """What constrained decoding may choose from in this observation."""
+        visible: dict[str, None] = {}
+        receptacles: dict[str, None] = {}
+        for view in VIEW_ORDER:
+            for canonical in observation.visible.get(view, ()):
+                shown = self._names([canonical])[0]
+                visible[shown] = None
+                if not is_small_object(canonical):
+                    receptacles[shown] = None
+        return DecodingConstraints(visible=tuple(visible), held=tuple(self.memory.inventory),
+                                   receptacles=tuple(receptacles), hand_rules=self.config.hand_rules)
+
+    def user_message(self, observation: Observation) -> str:
+        """The user message of the next step."""
+        visible = self.visible_names(observation) if self.observation_mode == "text" else None
+        return build_user_message(self.memory.task, self.memory.inventory, self.memory.history, self.memory.feedback,
+                                  self.config.request_variant, visible)
+
+    def messages(self, observation: Observation, user_message: str) -> tuple[ChatMessage, ...]:
+        """System prompt, optional in-context example, the conversation window and the current turn."""
+        messages = [ChatMessage("system", self._system)]
+        if self.config.in_context_example:
+            example = in_context_example(self.config.request_variant, self.observation_mode)  # type: ignore[arg-type]
+            messages += [ChatMessage("user", example.user), ChatMessage("assistant", example.assistant)]
+        for previous in self.memory.visible_rounds():
+            messages += [ChatMessage("user", previous.user), ChatMessage("assistant", previous.assistant)]
+        images: tuple[np.ndarray, ...] = ()
+        if self.observation_mode == "images" and observation.images:
+            order = RELEASE_IMAGE_ORDER if self.config.release_image_order else VIEW_ORDER
+            images = tuple(observation.images[view] for view in order if view in observation.images)
+        messages.append(ChatMessage("user", user_message, images))
+        return tuple(messages)
+
+    def decide(self, observation: Observation, cancel: threading.Event | None = None) -> Decision:
+        """Sample until an answer parses (and is valid when required), at most `max_samples` times.
+
+        The exchange is added to the conversation. After `max_samples` unusable samples the decision is End.
+
+        Raises:
+            BackendError: when the backend cannot answer at all.
+        """
+        started = time.perf_counter()
+        user_message = self.user_message(observation)
+        request = GenerationRequest(
+            messages=self.messages(observation, user_message),
+            temperature=self.config.temperature,
+            max_new_tokens=self.config.max_new_tokens,
+            constraints=self.constraints(observation),
+            executed=tuple(self.memory.executed),
+            visible=self.visible_names(observation),
+            cancel=cancel,
+        )
+        raw_output = ""
+        parsed: ParsedOutput | None = None
+        samples = 0
+        for samples in range(1, self.config.max_samples + 1):
+            raw_output = self.backend.generate(request)
+            candidate = parse_output(raw_output)
+            if candidate is not None and (not self.config.require_valid or is_valid(candidate)):
+                parsed = candidate
+                break
+            if cancel is not None and cancel.is_set():
+                break
+        round_number = self.memory.add_round(user_message, raw_output).number
+        elapsed = time.perf_counter() - started
+        if parsed is None:
+            return Decision(round_number=round_number, user_message=user_message, raw_output=raw_output, parsed=None,
+                            subtask=END, model="None", analysis="", samples=samples, gave_up=True, valid=True,
+                            planning_seconds=elapsed)
+        return Decision(round_number=round_number, user_message=user_message, raw_output=raw_output, parsed=parsed,
+                        subtask=parsed.subtask, model=parsed.model, analysis=parsed.analysis, samples=samples,
+                        gave_up=False, valid=is_valid(parsed), planning_seconds=elapsed)
+
+    def record_result(self, decision: Decision, success: bool, feedback: str | None) -> None:
+        """Update memory with the execution result of a decision."""
+        self.memory.record_execution(decision.round_number, decision.subtask, success, feedback)

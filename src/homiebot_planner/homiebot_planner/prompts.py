@@ -1,0 +1,224 @@
+"""The EMMOE planner prompts: system prompt, per-step user message, history entries, in-context example.
+
+Everything here is plain text building with no model or ROS dependency. The labelled fields of the user
+message, their order, the two request-line variants and the history-entry format are part of the EMMOE
+protocol (spec section 2) and are reproduced byte for byte; the system prompt is this project's own wording
+of the protocol's content points.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from emmoe_eval.names import AliasTable, default_alias_table, normalize
+from emmoe_eval.protocol import ACTIONS, MODELS
+
+ObservationMode = Literal["images", "text"]
+RequestVariant = Literal["live", "sft"]
+
+# The documented order of the four views (the release sent them as left, back, right, front).
+VIEW_ORDER: tuple[str, ...] = ("front", "left", "back", "right")
+RELEASE_IMAGE_ORDER: tuple[str, ...] = ("left", "back", "right", "front")
+
+REQUEST_LINES: dict[str, str] = {
+    # What the release's live planning loop sends.
+    "live": "Now based on the instruction above, please output Analysis, Subtask and Model in the mentioned format.",
+    # What the SFT data (and so the released checkpoint) was trained on.
+    "sft": "Now, please output Analysis, Subtask and Model, according to the instruction above.",
+}
+NONE_TEXT = "None"
+
+_ACTION_LIST = "[" + ", ".join(ACTIONS) + "]"
+_MODEL_LIST = "[" + ", ".join(MODELS) + "]"
+
+_OBSERVATION_SENTENCE: dict[str, str] = {
+    "images": (
+        "Every turn you receive four first-person RGB pictures taken from where the robot stands, looking to the "
+        "front, left, back and right, in that order."
+    ),
+    "text": (
+        "You cannot see pictures. Every turn you instead receive, for each of the four directions around the robot "
+        "(front, left, back, right), the names of the objects and furniture visible in that direction."
+    ),
+}
+
+_SYSTEM_TEMPLATE = """You control a household assistant robot with a mobile base and a single arm with one gripper. \
+{observation} Together with that you get the task you must finish, your inventory (what the gripper holds now), \
+the history of the subtasks executed so far with whether each succeeded, and the feedback on the last subtask \
+(None when it succeeded).
+
+Your job is to decide only the single next subtask. Reply with three lines: an analysis of the situation, the next \
+subtask, and the low-level model that should execute it.
+
+Allowed actions: {actions}.
+- Write a subtask as [action, target], for example [Go to, fridge] or [Pick, apple].
+- Put needs the object and the place: [Put, object, place], for example [Put, apple, brown_table].
+- Write [End] once the task is complete.
+
+Allowed models: {models}.
+- NoMaD: moving to a place or to a large object such as furniture.
+- PixNav: moving to a specific, smaller object.
+- octo: opening and closing things such as doors and drawers.
+- RT-1-X: picking objects up and putting them down.
+
+Rules:
+- You have one gripper: do not Pick or Open anything while holding an object, and do not Put with an empty hand.
+- Only choose targets you can currently see.
+- Open a closed container before picking something from it or putting something into it.
+- Go to a target before you interact with it.
+- Give only the next subtask, never a longer plan.
+
+Answer with exactly this template and nothing else:
+Analysis: <your reasoning>
+Subtask: [<action>, <target>]
+Model: <model>
+(Use Model: None together with Subtask: [End].)"""
+
+
+def system_prompt(observation_mode: ObservationMode = "images") -> str:
+    """The system prompt of an episode (constant for the whole run).
+
+    Args:
+        observation_mode: "images" when the planner sees the four views, "text" when it gets visible-object names.
+
+    Raises:
+        ValueError: for an unknown observation mode.
+    """
+    if observation_mode not in _OBSERVATION_SENTENCE:
+        raise ValueError(f"observation_mode must be 'images' or 'text', not {observation_mode!r}")
+    return _SYSTEM_TEMPLATE.format(
+        observation=_OBSERVATION_SENTENCE[observation_mode], actions=_ACTION_LIST, models=_MODEL_LIST,
+    )
+
+
+def format_inventory(inventory: Sequence[str]) -> str:
+    """Held objects joined by spaces, or `None` when the hand is empty."""
+    return " ".join(inventory) if inventory else NONE_TEXT
+
+
+def history_entry(round_number: int, subtask: str, success: bool) -> str:
+    """One history entry of the live loop: `(3) Pick, apple(success) `.
+
+    Args:
+        round_number: 1-based planner step the subtask was executed in.
+        subtask: the subtask, bracketed (`[Pick, apple]`) or already the bracket content (`Pick, apple`).
+        success: whether execution succeeded.
+    """
+    content = subtask.strip()
+    if content.startswith("[") and content.endswith("]"):
+        content = content[1:-1].strip()
+    signal = "success" if success else "fail"
+    return f"({round_number}) {content}({signal}) "
+
+
+def request_line(variant: RequestVariant) -> str:
+    """The closing request line of the user message.
+
+    Raises:
+        ValueError: for an unknown variant.
+    """
+    if variant not in REQUEST_LINES:
+        raise ValueError(f"request variant must be one of {sorted(REQUEST_LINES)}, not {variant!r}")
+    return REQUEST_LINES[variant]
+
+
+def format_visible_objects(visible: Mapping[str, Sequence[str]]) -> str:
+    """The text observation block given to text-only planners instead of the four images.
+
+    Args:
+        visible: view name ("front", "left", "back", "right") -> names visible in it (display names).
+
+    Returns:
+        `Visible objects:` followed by one line per view in the documented order, each ending in a newline.
+    """
+    lines = ["Visible objects:"]
+    for view in VIEW_ORDER:
+        names = list(dict.fromkeys(visible.get(view, ())))
+        lines.append(f"{view}: {', '.join(names) if names else NONE_TEXT}")
+    return "\n".join(lines) + "\n"
+
+
+def build_user_message(
+    task: str,
+    inventory: Sequence[str],
+    history: str | None,
+    feedback: str | None,
+    variant: RequestVariant = "live",
+    visible: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """The per-step user message with the protocol's labelled fields in their order.
+
+    Args:
+        task: the instruction of the episode.
+        inventory: held objects (empty when the hand is empty).
+        history: the concatenated history entries, or None (shown as `None`) on the first step.
+        feedback: the last feedback string, or None (shown as `None`) after a success.
+        variant: which request line closes the message ("live" or "sft").
+        visible: for text-only planners, the visible-object names per view; the block is placed before `Task:`,
+            where an image-capable planner gets its images.
+    """
+    prefix = format_visible_objects(visible) if visible is not None else ""
+    history_text = history if history else NONE_TEXT
+    feedback_text = feedback if feedback and feedback.strip() else NONE_TEXT
+    return (
+        f"{prefix}Task: {task}\nInventory: {format_inventory(inventory)}\nHistorical Execution: {history_text}\n"
+        f"Feedback: {feedback_text}\n{request_line(variant)}"
+    )
+
+
+@dataclass(frozen=True)
+class InContextExample:
+    """One well-formed exchange shown to untuned models before each inference."""
+
+    user: str
+    assistant: str
+
+
+def in_context_example(variant: RequestVariant = "live", observation_mode: ObservationMode = "images") -> InContextExample:
+    """The one-example template for untuned models: a made-up state and a well-formed answer to it."""
+    visible = None
+    if observation_mode == "text":
+        visible = {"front": ["fridge", "kitchen_counter"], "left": ["sofa"], "back": ["brown_table"], "right": []}
+    user = build_user_message(
+        task="take the apple out of the fridge and put it on the brown_table",
+        inventory=(),
+        history=history_entry(1, "[Go to, fridge]", True),
+        feedback=None,
+        variant=variant,
+        visible=visible,
+    )
+    assistant = (
+        "Analysis: I am standing at the fridge and the apple is inside it, so the fridge has to be opened first.\n"
+        "Subtask: [Open, fridge]\n"
+        "Model: octo"
+    )
+    return InContextExample(user=user, assistant=assistant)
+
+
+_YCB_NAME = re.compile(r"^\d{3}(-[a-z])?_")
+
+
+def is_small_object(canonical: str) -> bool:
+    """Whether a canonical name is a small graspable object (a YCB id such as `013_apple`) rather than furniture."""
+    return bool(_YCB_NAME.match(canonical))
+
+
+def display_name(canonical: str, table: AliasTable | None = None) -> str:
+    """A planner-friendly name for a canonical entry: `013_apple` -> `apple`, `frl_apartment_sofa` -> `sofa`.
+
+    Prefers the first single-word alias that refers to this entry only, then the first single-word alias, then the
+    canonical name itself (always resolvable through the alias table).
+    """
+    table = table or default_alias_table()
+    aliases = [alias for alias in table.aliases.get(canonical, ()) if " " not in alias.strip()]
+    for alias in aliases:
+        owners = table.canonicals(alias)
+        if owners == {canonical} or all(normalize(display) == normalize(alias)
+                                        for display in owners if display != canonical):
+            return alias
+    if aliases:
+        return aliases[0]
+    return canonical
