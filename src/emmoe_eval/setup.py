@@ -8,7 +8,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test"]),
-    package_data={PACKAGE: ["data/*.txt"]},
+    package_data={PACKAGE: ["data/*.txt", "data/*.json"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -21,7 +21,8 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "emmoe-eval = emmoe_eval.cli:main"
+            "emmoe-eval = emmoe_eval.cli:main",
+            "evaluator_node = emmoe_eval.evaluator_node:main",
         ],
     },
 )

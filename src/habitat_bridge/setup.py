@@ -20,7 +20,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            
+            "bridge_node = habitat_bridge.bridge_node:main",
         ],
     },
 )

@@ -20,7 +20,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            
+            "planner_node = homiebot_planner.planner_node:main",
         ],
     },
 )

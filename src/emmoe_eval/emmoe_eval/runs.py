@@ -115,35 +115,57 @@ class Step:
         Raises:
             RunFormatError: when a required key is missing or has the wrong type.
         """
-        if not isinstance(line, dict):
-            raise RunFormatError(f"{where}: expected a JSON object per line")
-        missing = [key for key in _REQUIRED_KEYS if key not in line]
-        if missing:
-            raise RunFormatError(f"{where}: missing key(s) {', '.join(missing)}")
-        number = line["step"]
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-            raise RunFormatError(f"{where}: 'step' must be an integer >= 1, found {number!r}")
-        if not isinstance(line["success"], bool):
-            raise RunFormatError(f"{where}: 'success' must be true or false, found {line['success']!r}")
-        if not isinstance(line["action"], str) or not line["action"].strip():
-            raise RunFormatError(f"{where}: 'action' must be a non-empty string")
-        for key in ("target", "place", "model", "feedback", "analysis", "raw_output", "error_type"):
-            value = line.get(key)
-            if value is not None and not isinstance(value, str):
-                raise RunFormatError(f"{where}: '{key}' must be a string or null, found {value!r}")
-        for key in ("inventory", "images"):
-            value = line.get(key)
-            if value is not None and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
-                raise RunFormatError(f"{where}: '{key}' must be a list of strings")
-        inventory = line.get("inventory")
-        extra = {key: value for key, value in line.items() if key not in _KNOWN_KEYS}
-        return cls(
-            step=number, action=line["action"], target=line["target"] or "", place=line["place"] or "",
-            model=line["model"] or "", success=line["success"], feedback=line["feedback"],
-            analysis=line.get("analysis"), raw_output=line.get("raw_output"),
-            inventory=tuple(inventory) if inventory is not None else None, error_type=line.get("error_type"),
-            images=tuple(line.get("images") or ()), extra=extra or None,
-        )
+        try:
+            return _step_from_line(line)
+        except _LineError as error:
+            raise RunFormatError(f"{where}: {error}") from None
+
+
+class _LineError(ValueError):
+    """A trajectory line is invalid (message without the location)."""
+
+
+_REQUIRED = frozenset(_REQUIRED_KEYS)
+_STRING_KEYS = ("target", "place", "model", "feedback", "analysis", "raw_output", "error_type")
+
+
+def _string_list(line: dict[str, Any], key: str) -> tuple[str, ...] | None:
+    value = line.get(key)
+    if value is None:
+        return None
+    if type(value) is not list or any(type(item) is not str for item in value):
+        raise _LineError(f"'{key}' must be a list of strings")
+    return tuple(value)
+
+
+def _step_from_line(line: Any) -> Step:
+    """Validate one decoded line and build its Step (exact type checks keep this fast: it runs for every step)."""
+    if type(line) is not dict:
+        raise _LineError("expected a JSON object per line")
+    keys = line.keys()
+    if not _REQUIRED <= keys:
+        raise _LineError(f"missing key(s) {', '.join(key for key in _REQUIRED_KEYS if key not in line)}")
+    number = line["step"]
+    if type(number) is not int or number < 1:
+        raise _LineError(f"'step' must be an integer >= 1, found {number!r}")
+    success = line["success"]
+    if type(success) is not bool:
+        raise _LineError(f"'success' must be true or false, found {success!r}")
+    action = line["action"]
+    if type(action) is not str or not action.strip():
+        raise _LineError("'action' must be a non-empty string")
+    for key in _STRING_KEYS:
+        value = line.get(key)
+        if value is not None and type(value) is not str:
+            raise _LineError(f"'{key}' must be a string or null, found {value!r}")
+    extra_keys = keys - _KNOWN_KEYS
+    return Step(
+        step=number, action=action, target=line["target"] or "", place=line["place"] or "",
+        model=line["model"] or "", success=success, feedback=line["feedback"],
+        analysis=line.get("analysis"), raw_output=line.get("raw_output"), inventory=_string_list(line, "inventory"),
+        error_type=line.get("error_type"), images=_string_list(line, "images") or (),
+        extra={key: line[key] for key in extra_keys} if extra_keys else None,
+    )
 
 
 @dataclass
@@ -178,14 +200,13 @@ def parse_trajectory(text: str, source: str) -> tuple[list[Step], list[str], boo
     for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
-        where = f"{source}:{number}"
         try:
-            steps.append(Step.from_json(json.loads(raw), where))
+            steps.append(_step_from_line(json.loads(raw)))
         except json.JSONDecodeError as error:
-            problems.append(f"{where}: truncated or corrupt line ({error.msg}); the run is scored as failed")
+            problems.append(f"{source}:{number}: truncated or corrupt line ({error.msg}); the run is scored as failed")
             return steps, problems, True
-        except RunFormatError as error:
-            problems.append(f"{error}; the run is scored as failed")
+        except _LineError as error:
+            problems.append(f"{source}:{number}: {error}; the run is scored as failed")
             return steps, problems, True
     for previous, current in zip(steps, steps[1:]):
         if current.step != previous.step + 1:
@@ -216,8 +237,8 @@ def read_trajectory(path: Path | str, task_id: str | None = None, run_id: str | 
 
 
 def write_trajectory(path: Path | str, steps: Iterable[Step]) -> None:
-    """Write a whole trajectory.jsonl file."""
-    with TrajectoryWriter(path) as writer:
+    """Write a whole trajectory.jsonl file (for recording step by step, use TrajectoryWriter)."""
+    with TrajectoryWriter(path, sync=False) as writer:
         for step in steps:
             writer.write(step)
 

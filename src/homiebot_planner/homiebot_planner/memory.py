@@ -8,16 +8,12 @@ sees only the last `window` rounds of the conversation; the whole conversation i
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from emmoe_eval.conversation import format_history_entry, format_round, write_conversation
 from emmoe_eval.names import normalize
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, classify_feedback
-
-from homiebot_planner.prompts import history_entry
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ class PlannerMemory:
             success: whether execution succeeded.
             feedback: the executor's feedback string ("None" or None on success).
         """
-        self._history_entries.append(history_entry(round_number, str(subtask), success))
+        self._history_entries.append(format_history_entry(round_number, subtask, success))
         self.executed.append(ExecutedStep(subtask=subtask, success=success))
         text = (feedback or "").strip()
         self.feedback = None if success or text in ("", SUCCESS_FEEDBACK) else text
@@ -114,26 +110,11 @@ class PlannerMemory:
             self.inventory.pop()
 
 
-def conversation_entry(user: str, assistant: str) -> str:
-    """One element of conversation.json in the release's format: `USER:\\n{instruction}ASSISTANT:\\n{output}\\n`."""
-    return f"USER:\n{user}ASSISTANT:\n{assistant}\n"
-
-
 def write_conversation_json(path: Path | str, rounds: list[ConversationRound]) -> Path:
-    """Write conversation.json (a JSON list of strings, one per round) atomically; parents are created.
+    """Write conversation.json in the release's format (one `USER:\\n...ASSISTANT:\\n...\\n` string per round).
 
     Returns:
-        The path written.
+        The path written (parents are created).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    entries = [conversation_entry(item.user, item.assistant) for item in rounds]
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".conversation-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(entries, stream, ensure_ascii=False, indent=2)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    write_conversation(path, [format_round(item.user, item.assistant) for item in rounds])
+    return Path(path)

@@ -13,8 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from emmoe_eval.conversation import (
+    LIVE_REQUEST_LINE,
+    SFT_REQUEST_LINE,
+    format_history_entry,
+    format_user_message,
+)
 from emmoe_eval.names import AliasTable, default_alias_table, normalize
-from emmoe_eval.protocol import ACTIONS, MODELS
+from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, SubtaskText
 
 ObservationMode = Literal["images", "text"]
 RequestVariant = Literal["live", "sft"]
@@ -23,13 +29,9 @@ RequestVariant = Literal["live", "sft"]
 VIEW_ORDER: tuple[str, ...] = ("front", "left", "back", "right")
 RELEASE_IMAGE_ORDER: tuple[str, ...] = ("left", "back", "right", "front")
 
-REQUEST_LINES: dict[str, str] = {
-    # What the release's live planning loop sends.
-    "live": "Now based on the instruction above, please output Analysis, Subtask and Model in the mentioned format.",
-    # What the SFT data (and so the released checkpoint) was trained on.
-    "sft": "Now, please output Analysis, Subtask and Model, according to the instruction above.",
-}
-NONE_TEXT = "None"
+# "live": what the release's planning loop sends; "sft": what the SFT data (the released checkpoint) was trained on.
+REQUEST_LINES: dict[str, str] = {"live": LIVE_REQUEST_LINE, "sft": SFT_REQUEST_LINE}
+NONE_TEXT = SUCCESS_FEEDBACK
 
 _ACTION_LIST = "[" + ", ".join(ACTIONS) + "]"
 _MODEL_LIST = "[" + ", ".join(MODELS) + "]"
@@ -94,26 +96,6 @@ def system_prompt(observation_mode: ObservationMode = "images") -> str:
     )
 
 
-def format_inventory(inventory: Sequence[str]) -> str:
-    """Held objects joined by spaces, or `None` when the hand is empty."""
-    return " ".join(inventory) if inventory else NONE_TEXT
-
-
-def history_entry(round_number: int, subtask: str, success: bool) -> str:
-    """One history entry of the live loop: `(3) Pick, apple(success) `.
-
-    Args:
-        round_number: 1-based planner step the subtask was executed in.
-        subtask: the subtask, bracketed (`[Pick, apple]`) or already the bracket content (`Pick, apple`).
-        success: whether execution succeeded.
-    """
-    content = subtask.strip()
-    if content.startswith("[") and content.endswith("]"):
-        content = content[1:-1].strip()
-    signal = "success" if success else "fail"
-    return f"({round_number}) {content}({signal}) "
-
-
 def request_line(variant: RequestVariant) -> str:
     """The closing request line of the user message.
 
@@ -161,12 +143,8 @@ def build_user_message(
             where an image-capable planner gets its images.
     """
     prefix = format_visible_objects(visible) if visible is not None else ""
-    history_text = history if history else NONE_TEXT
     feedback_text = feedback if feedback and feedback.strip() else NONE_TEXT
-    return (
-        f"{prefix}Task: {task}\nInventory: {format_inventory(inventory)}\nHistorical Execution: {history_text}\n"
-        f"Feedback: {feedback_text}\n{request_line(variant)}"
-    )
+    return prefix + format_user_message(task, list(inventory), history or "", feedback_text, request_line(variant))
 
 
 @dataclass(frozen=True)
@@ -185,7 +163,7 @@ def in_context_example(variant: RequestVariant = "live", observation_mode: Obser
     user = build_user_message(
         task="take the apple out of the fridge and put it on the brown_table",
         inventory=(),
-        history=history_entry(1, "[Go to, fridge]", True),
+        history=format_history_entry(1, SubtaskText("Go to", "fridge"), True),
         feedback=None,
         variant=variant,
         visible=visible,

@@ -2,8 +2,9 @@
 
 Used for data collection and as an upper bound. The expert follows one plan and answers every step with the
 first plan node not yet done: a node counts as done when a *successful* executed step matched it, in order (the
-same greedy walk as EMMOE's task progress). A failed step is therefore retried, and a plan node executed out of
-order is not skipped. With several keypaths the expert follows the one with the most progress (the first on ties).
+greedy walk of EMMOE's task progress, computed by emmoe_eval.metrics). A failed step is therefore retried, and a
+plan node executed out of order is not skipped. With several keypaths the expert follows the one with the most
+progress (the first on ties).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from emmoe_eval.dataset import DatasetError, InfoBlock, find_task, read_info, read_keypaths
+from emmoe_eval.metrics import KeypathMatcher, NameIndex
 from emmoe_eval.names import AliasTable, default_alias_table
 from emmoe_eval.protocol import MODELS_FOR_ACTION, SubtaskText, parse_subtask
+from emmoe_eval.runs import Step
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
 from homiebot_planner.memory import ExecutedStep
@@ -75,22 +78,12 @@ def default_model(subtask: SubtaskText, table: AliasTable | None = None) -> str:
     return allowed[0]
 
 
-def matched_nodes(plan: Sequence[PlanNode], executed: Sequence[ExecutedStep], table: AliasTable) -> int:
-    """How many plan nodes the successful executed steps match, greedily and in order."""
-    matched = 0
-    for step in executed:
-        if matched >= len(plan):
-            break
-        if step.success and _same_subtask(plan[matched].subtask, step.subtask, table):
-            matched += 1
-    return matched
-
-
-def _same_subtask(expected: SubtaskText, actual: SubtaskText, table: AliasTable) -> bool:
-    if expected.action != actual.action:
-        return False
-    return all(table.same(want, got) if want or got else True
-               for want, got in ((expected.target, actual.target), (expected.place, actual.place)))
+def matched_nodes(plan: Sequence[PlanNode], executed: Sequence[ExecutedStep], names: NameIndex) -> int:
+    """How many plan nodes the successful executed steps match, greedily and in order (TP x plan length)."""
+    matcher = KeypathMatcher("expert plan", [tuple(node.subtask for node in plan)], names)
+    steps = [Step(step=number, action=item.subtask.action, target=item.subtask.target, place=item.subtask.place,
+                  success=item.success) for number, item in enumerate(executed, start=1)]
+    return round(matcher.progress(steps) * len(plan))
 
 
 def format_answer(node: PlanNode) -> str:
@@ -113,6 +106,7 @@ class ExpertBackend(PlannerBackend):
         self.config = config or ExpertConfig()
         self.name = f"expert:{self.config.source}"
         self._table = alias_table or default_alias_table()
+        self._names = NameIndex(self._table)
         self._plans: tuple[tuple[PlanNode, ...], ...] = ()
 
     def start_episode(self, episode: EpisodeInfo) -> None:
@@ -158,11 +152,10 @@ class ExpertBackend(PlannerBackend):
         """
         if not self._plans:
             raise BackendError("expert: no plan loaded; start_episode must be called first")
-        progress = [matched_nodes(plan, executed, self._table) / len(plan) for plan in self._plans]
-        best = max(range(len(self._plans)), key=lambda index: (progress[index], -index))
+        matched = [matched_nodes(plan, executed, self._names) for plan in self._plans]
+        best = max(range(len(self._plans)), key=lambda index: (matched[index] / len(self._plans[index]), -index))
         plan = self._plans[best]
-        matched = matched_nodes(plan, executed, self._table)
-        return plan[min(matched, len(plan) - 1)]
+        return plan[min(matched[best], len(plan) - 1)]
 
     def generate(self, request: GenerationRequest) -> str:
         """The answer for the next plan node."""

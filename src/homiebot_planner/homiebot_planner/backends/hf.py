@@ -254,8 +254,8 @@ class HFBackend(PlannerBackend):
                     return constrained_answer(self.loaded.model, tokenizer, encode, prompt, request.constraints,
                                               request.temperature, self.config.analysis_max_tokens, request.cancel)
                 inputs = encode(prompt)
-                options: dict[str, Any] = {"pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id,
-                                           **sampling_arguments(request.temperature)}
+                pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+                options: dict[str, Any] = {"pad_token_id": pad, **sampling_arguments(request.temperature)}
                 if request.cancel is not None:
                     from transformers import StoppingCriteriaList
 

@@ -23,6 +23,12 @@ STAGES: tuple[str, ...] = ("sft", "dpo")
 SAVE_MODES: tuple[str, ...] = ("merged", "adapter")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 
+
+
+class TrainingSetupError(ValueError):
+    """A setting that does not fit the model, the data or the machine; the message says which and how to fix it."""
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     "sft": {"lora_r": 128, "lora_alpha": 256, "learning_rate": 5e-4, "max_grad_norm": 1.0},
     "dpo": {"lora_r": 8, "lora_alpha": 8, "learning_rate": 5e-6, "max_grad_norm": 0.3},
@@ -147,10 +153,10 @@ class TrainConfig:
         """(per-device batch, gradient accumulation steps) giving the global batch on `processes` devices.
 
         Raises:
-            ValueError: when the global batch cannot be split evenly.
+            TrainingSetupError: when the global batch cannot be split evenly.
         """
         per_device = self.per_device_batch_size or max(1, self.batch_size // processes)
         if self.batch_size % (per_device * processes):
-            raise ValueError(f"batch_size {self.batch_size} is not a multiple of per-device batch {per_device} x "
+            raise TrainingSetupError(f"batch_size {self.batch_size} is not a multiple of per-device batch {per_device} x "
                              f"{processes} process(es); change --batch-size or --per-device-batch-size")
         return per_device, self.batch_size // (per_device * processes)

@@ -67,6 +67,7 @@ class ParaphraseConfig:
         max_attempts: requests per text before settling for fewer rewrites.
         workers: requests in flight at once.
         timeout_s: time limit of one request.
+        retries: times the client retries a failed request (with back-off) before giving up.
     """
 
     base_url: str
@@ -78,6 +79,7 @@ class ParaphraseConfig:
     max_attempts: int = 3
     workers: int = 4
     timeout_s: float = 120.0
+    retries: int = 2
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -89,6 +91,8 @@ class ParaphraseConfig:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
         if not 0.0 <= self.temperature <= 2.0:
             raise ValueError(f"temperature must be in [0, 2], not {self.temperature}")
+        if self.retries < 0:
+            raise ValueError(f"retries must be >= 0, not {self.retries}")
         if self.timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, not {self.timeout_s}")
 
@@ -170,7 +174,7 @@ class Paraphraser:
             import openai
 
             client = openai.OpenAI(base_url=config.base_url, api_key=os.environ.get(config.api_key_env) or "unused",
-                                   timeout=config.timeout_s, max_retries=2)
+                                   timeout=config.timeout_s, max_retries=config.retries)
         self._client = client
 
     def rewrite(self, text: str, names: list[str], kind: str) -> list[str]:

@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from emmoe_eval.conversation import SFT_REQUEST_LINE
 from emmoe_eval.protocol import format_subtask
 
 from homiebot_planner.training.trajectory import Trajectory, TrajectoryStep
 
-SFT_REQUEST_LINE = "Now, please output Analysis, Subtask and Model, according to the instruction above."
 NO_VALUE = "None"
 MODEL_SWAP: dict[str, str] = {"NoMaD": "PixNav", "PixNav": "NoMaD", "octo": "RT-1-X", "RT-1-X": "octo"}
 ACTION_SWAP: dict[str, str] = {"Pick": "Fetch", "Put": "Place", "Go to": "Move", "Open": "Pull", "Close": "Push"}

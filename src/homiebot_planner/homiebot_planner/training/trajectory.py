@@ -170,15 +170,15 @@ def _split_blocks(lines: list[str], start: int) -> list[tuple[int, list[str]]]:
 
 
 def _parse_block(block: list[str], line: int, expected: int, source: Path) -> TrajectoryStep:
-    def fail(problem: str, number: int | str = expected) -> TrajectoryError:
-        return TrajectoryError(f"{source}: block {number} (line {line}): {problem}")
+    def fail(problem: str) -> TrajectoryError:
+        return TrajectoryError(f"{source}: block {expected} (line {line}): {problem}")
 
     head = _HEAD.match(block[0].strip())
     if head is None:
         raise fail(f"expected 'Subtask{expected}: [action, target] (model)', found {block[0].strip()!r}")
     number = int(head.group("number"))
     if number != expected:
-        raise fail(f"expected Subtask{expected}, found Subtask{number} (blocks must be numbered 1, 2, 3, ...)", number)
+        raise fail(f"expected Subtask{expected}, found Subtask{number} (blocks must be numbered 1, 2, 3, ...)")
     decision = head.group("decision")
     parts = _DECISION.match(decision)
     if parts is None:

@@ -1,0 +1,217 @@
+"""rosbag2 files of StepRecord messages (topic /emmoe/steps), read and written with the pure-Python `rosbags` library.
+
+The emmoe_interfaces message definitions are registered from the installed package's share folder (found with
+ament_index_python), on top of the ROS 2 Kilted types rosbags ships (std_msgs, sensor_msgs, ...). Both storage
+formats are read: MCAP (a bare `.mcap` file or a bag folder) and sqlite3 (a `.db3` file or a bag folder).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from emmoe_eval.records import RunInfo, run_info_from_record, step_from_record
+from emmoe_eval.runs import Run, Step
+
+STEPS_TOPIC = "/emmoe/steps"
+STEP_RECORD_TYPE = "emmoe_interfaces/msg/StepRecord"
+STORAGES: tuple[str, ...] = ("mcap", "sqlite3")
+
+
+class BagError(ValueError):
+    """A bag cannot be read or written; the message names the bag."""
+
+
+def interface_definitions_dir() -> Path:
+    """The installed emmoe_interfaces `msg/` folder.
+
+    Raises:
+        BagError: when the package is not installed or on the ament index (source env.sh).
+    """
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        share = Path(get_package_share_directory("emmoe_interfaces"))
+    except (PackageNotFoundError, LookupError, ValueError) as error:
+        raise BagError(f"cannot find the emmoe_interfaces package on the ament index ({error}); "
+                       "source env.sh (or your ROS 2 workspace's setup) first") from None
+    folder = share / "msg"
+    if not folder.is_dir():
+        raise BagError(f"{folder}: the emmoe_interfaces message definitions are missing; rebuild the workspace")
+    return folder
+
+
+@lru_cache(maxsize=1)
+def typestore() -> Any:
+    """A rosbags Typestore with the ROS 2 Kilted types and every emmoe_interfaces message."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    types: dict[str, Any] = {}
+    for definition in sorted(interface_definitions_dir().glob("*.msg")):
+        types.update(get_types_from_msg(definition.read_text(encoding="utf-8"),
+                                        f"emmoe_interfaces/msg/{definition.stem}"))
+    store.register(types)
+    return store
+
+
+def record_from_step(step: Step, info: RunInfo, views: Sequence[np.ndarray] = (),
+                     stamp_ns: int = 0, inventory_before: Sequence[str] = ()) -> Any:
+    """A StepRecord (rosbags dataclass) for a trajectory step: the inverse of `records.step_from_record`.
+
+    Args:
+        step: the step.
+        info: the run it belongs to.
+        views: RGB uint8 arrays (front, left, back, right) to embed as sensor_msgs/Image (rgb8).
+        stamp_ns: header stamp.
+        inventory_before: held objects before the step.
+    """
+    store = typestore()
+    types = store.types
+    stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
+    header = types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
+    images = []
+    for view in views:
+        pixels = np.ascontiguousarray(view, dtype=np.uint8)
+        height, width = pixels.shape[:2]
+        images.append(types["sensor_msgs/msg/Image"](
+            header=header, height=height, width=width, encoding="rgb8", is_bigendian=0, step=width * 3,
+            data=pixels.reshape(-1)))
+    extra = step.extra or {}
+    return types[STEP_RECORD_TYPE](
+        header=header, episode_id=info.episode_id, instruction=info.instruction, run_index=info.run_index,
+        step=step.step, planner=info.planner, observation_mode=info.observation_mode,
+        raw_output=step.raw_output or "", analysis=step.analysis or "",
+        subtask=types["emmoe_interfaces/msg/Subtask"](action=step.action, target=step.target, place=step.place,
+                                                      model=step.model),
+        inventory_before=list(inventory_before), inventory_after=list(step.inventory or ()), success=step.success,
+        error_code=0, error_type=step.error_type or "", feedback=step.feedback or "",
+        planning_seconds=float(extra.get("planning_seconds", 0.0)),
+        execution_seconds=float(extra.get("execution_seconds", 0.0)), views=images)
+
+
+class StepBagWriter:
+    """Writes StepRecords on /emmoe/steps into a new rosbag2 file.
+
+    With storage "mcap" the result is one bare MCAP file at `path` (as `ros2 bag play file.mcap` and rosbags read
+    it); while writing it lives in a sibling `<name>.partial/` folder. With "sqlite3" `path` is a bag folder.
+    """
+
+    def __init__(self, path: Path | str, storage: str = "mcap") -> None:
+        """Open the bag.
+
+        Raises:
+            BagError: when `path` exists already or the storage is unknown.
+        """
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
+        if storage not in STORAGES:
+            raise BagError(f"unknown bag storage {storage!r}; expected one of {', '.join(STORAGES)}")
+        self.path = Path(path)
+        if self.path.exists():
+            raise BagError(f"{self.path}: exists already, not overwriting")
+        self._storage = storage
+        self._folder = self.path.with_name(self.path.name + ".partial") if storage == "mcap" else self.path
+        if storage == "mcap" and self._folder.exists():
+            shutil.rmtree(self._folder)
+        plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+        self._writer: Any = Writer(self._folder, version=9, storage_plugin=plugin)
+        self._writer.open()
+        self._connection = self._writer.add_connection(STEPS_TOPIC, STEP_RECORD_TYPE, typestore=typestore())
+
+    def write_serialized(self, data: bytes | memoryview, stamp_ns: int) -> None:
+        """Append one CDR-serialised StepRecord (e.g. the bytes an rclpy raw subscription delivers)."""
+        self._writer.write(self._connection, stamp_ns, data)
+
+    def write_record(self, record: Any, stamp_ns: int | None = None) -> None:
+        """Serialise and append a rosbags StepRecord (stamp: its header's, else now)."""
+        if stamp_ns is None:
+            stamp_ns = record.header.stamp.sec * 1_000_000_000 + record.header.stamp.nanosec or time.time_ns()
+        self.write_serialized(typestore().serialize_cdr(record, STEP_RECORD_TYPE), stamp_ns)
+
+    def close(self) -> Path:
+        """Finish the bag and return its path (idempotent)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            if self._storage == "mcap":
+                (self._folder / f"{self._folder.name}.mcap").rename(self.path)
+                shutil.rmtree(self._folder)
+        return self.path
+
+    def __enter__(self) -> StepBagWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+
+@dataclass
+class BagRuns:
+    """The runs found in bags, with their run-level info and warnings."""
+
+    runs: list[Run] = field(default_factory=list)
+    infos: dict[tuple[str, int], RunInfo] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def read_bag_runs(paths: Sequence[Path | str], topic: str = STEPS_TOPIC) -> BagRuns:
+    """Read the runs recorded in bags: StepRecords grouped by (episode_id, run_index), in message order.
+
+    A step 1 arriving for a run that already has steps starts that run again (the earlier steps are dropped with a
+    warning), as the evaluator node does. A bag that cannot be read is skipped with a warning; runs it had delivered
+    messages of before failing are marked corrupt (scored as failed).
+
+    Raises:
+        BagError: when the emmoe_interfaces definitions cannot be found.
+    """
+    from rosbags.highlevel import AnyReader
+
+    store = typestore()
+    found = BagRuns()
+    steps: dict[tuple[str, int], list[Step]] = {}
+    sources: dict[tuple[str, int], Path] = {}
+    damaged: set[tuple[str, int]] = set()
+    for raw_path in paths:
+        path = Path(raw_path)
+        touched: set[tuple[str, int]] = set()
+        try:
+            with AnyReader([path], default_typestore=store) as reader:
+                connections = [connection for connection in reader.connections
+                               if connection.topic == topic and connection.msgtype == STEP_RECORD_TYPE]
+                if not connections:
+                    found.problems.append(f"{path}: no {STEP_RECORD_TYPE} messages on {topic}")
+                for connection, _, data in reader.messages(connections=connections):
+                    record = reader.deserialize(data, connection.msgtype)
+                    info = run_info_from_record(record)
+                    step = step_from_record(record)
+                    run_steps = steps.setdefault(info.key, [])
+                    if step.step == 1 and run_steps:
+                        found.problems.append(f"{path}: episode {info.episode_id} run {info.run_index} starts again; "
+                                              f"its earlier {len(run_steps)} step(s) are dropped")
+                        run_steps.clear()
+                    run_steps.append(step)
+                    touched.add(info.key)
+                    found.infos[info.key] = info
+                    sources[info.key] = path
+        except Exception as error:  # rosbags raises many types for damaged files: report them, never crash
+            found.problems.append(f"{path}: cannot read the bag ({type(error).__name__}: {error}); "
+                                  + (f"{len(touched)} run(s) read in part are scored as failed" if touched else "skipped"))
+            damaged |= touched
+    for key, run_steps in steps.items():
+        run = Run(task_id=key[0], run_id=str(key[1]), steps=run_steps, source=sources[key], corrupt=key in damaged)
+        for previous, current in zip(run_steps, run_steps[1:]):
+            if current.step != previous.step + 1:
+                run.problems.append(f"{sources[key]}: episode {key[0]} run {key[1]}: step {current.step} follows "
+                                    f"step {previous.step}")
+        found.runs.append(run)
+    return found

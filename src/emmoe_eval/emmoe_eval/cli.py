@@ -1,0 +1,210 @@
+"""`emmoe-eval`: score EMMOE runs, write reports, score rosbags.
+
+    emmoe-eval score --data DATA_DIR --runs EXP_DIR [--split train|test|all] [--compat official] [--json]
+    emmoe-eval report EXP_DIR... --data DATA_DIR --out report/
+    emmoe-eval score-bag BAG... --data DATA_DIR [--json]
+
+User mistakes (missing folders, malformed files) print one `emmoe-eval: error: ...` line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from emmoe_eval.bags import STEPS_TOPIC, BagError, read_bag_runs
+from emmoe_eval.dataset import DatasetError, Task, load_task_attributes, load_tasks, split_names
+from emmoe_eval.experiments import SOURCES, ExperimentError, load_experiment
+from emmoe_eval.metrics import COMPAT_MODES, HEADLINE, Evaluation, ScoringConfig, ScoringError, evaluate
+from emmoe_eval.names import AliasTableError, load_alias_table
+from emmoe_eval.runs import Run
+
+USER_ERRORS = (DatasetError, ExperimentError, ScoringError, BagError, AliasTableError)
+_MAX_WARNINGS = 20
+
+
+def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, type=Path, metavar="DATA_DIR",
+                        help="EMMOE data in the official layout: the folder holding train/ and test/ (or its parent)")
+    parser.add_argument("--split", choices=("train", "test", "all"), default=None,
+                        help="tasks to evaluate (default: all; with --compat official: train, as the release)")
+    parser.add_argument("--compat", choices=COMPAT_MODES, default="default",
+                        help="'official' reproduces the released notebooks' quirks (see docs/eval.md)")
+    parser.add_argument("--attributes", type=Path, default=None, metavar="FILE",
+                        help="task-attribute lists as JSON {attribute: [task ids]} (default: the release's lists)")
+    parser.add_argument("--alias-table", type=Path, default=None, metavar="FILE",
+                        help="alias table in the name_dict.txt format (default: the shipped copy)")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--verbose", action="store_true", help="print every warning, not only the first 20")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `emmoe-eval`."""
+    parser = argparse.ArgumentParser(prog="emmoe-eval", description="EMMOE evaluation: metrics, reports, bag scoring.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    score = commands.add_parser("score", help="score an experiment folder (<exp>/<task_id>/<run>/)",
+                                description="Print SR, PLWSR, TP, SRR and SER (percent) of the runs in EXP_DIR.")
+    score.add_argument("--runs", required=True, type=Path, metavar="EXP_DIR", help="the experiment folder")
+    score.add_argument("--source", choices=SOURCES, default="auto",
+                       help="run file to read: trajectory.jsonl, conversation.json, or auto (trajectory first)")
+    score.add_argument("--json", action="store_true", help="print one JSON object (metrics as fractions in [0, 1])")
+    _add_scoring_options(score)
+    score.set_defaults(handler=_score)
+
+    report = commands.add_parser("report", help="write an HTML report and a Markdown summary of experiments",
+                                 description="Score one or more experiment folders and write OUT/index.html "
+                                             "(self-contained) and OUT/summary.md with plots.")
+    report.add_argument("experiments", nargs="+", type=Path, metavar="EXP_DIR", help="experiment folders")
+    report.add_argument("--out", required=True, type=Path, help="output folder (created)")
+    report.add_argument("--source", choices=SOURCES, default="auto", help="run file to read (default auto)")
+    report.add_argument("--title", default="EMMOE evaluation report", help="report title")
+    _add_scoring_options(report)
+    report.set_defaults(handler=_report)
+
+    bag = commands.add_parser("score-bag", help="score rosbag2 files (MCAP or sqlite3) of StepRecords",
+                              description=f"Score the runs recorded as StepRecord messages on {STEPS_TOPIC}.")
+    bag.add_argument("bags", nargs="+", type=Path, metavar="BAG", help=".mcap or .db3 files, or bag folders")
+    bag.add_argument("--topic", default=STEPS_TOPIC, help=f"topic of the StepRecords (default {STEPS_TOPIC})")
+    bag.add_argument("--json", action="store_true", help="print one JSON object (metrics as fractions in [0, 1])")
+    _add_scoring_options(bag)
+    bag.set_defaults(handler=_score_bag)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `emmoe-eval`; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except USER_ERRORS as error:
+        print(f"emmoe-eval: error: {error}", file=sys.stderr)
+        return 2
+    except ValueError as error:  # invalid settings, e.g. --resamples 0
+        print(f"emmoe-eval: error: {error}", file=sys.stderr)
+        return 2
+
+
+# ---- shared steps ----------------------------------------------------------------------------------------------------
+
+def selected_split(args: argparse.Namespace) -> str:
+    """The split to evaluate: the explicit --split, else train under --compat official (quirk 4), else all."""
+    if args.split is not None:
+        return args.split
+    return "train" if args.compat == "official" else "all"
+
+
+def _score_runs(runs: list[Run], args: argparse.Namespace) -> Evaluation:
+    """Evaluate the runs of the selected split; runs of tasks missing from the data are warned about."""
+    split = selected_split(args)
+    every_task = load_tasks(args.data, "all")
+    wanted = set(split_names(split))
+    tasks: dict[str, Task] = {task_id: task for task_id, task in every_task.items() if task.split in wanted}
+    config = ScoringConfig(compat=args.compat, bootstrap_resamples=args.resamples, seed=args.seed)
+    unknown = [run for run in runs if run.task_id not in every_task]
+    evaluation = evaluate([run for run in runs if run.task_id in tasks], tasks, config,
+                          attributes=load_task_attributes(args.attributes),
+                          alias_table=load_alias_table(args.alias_table))
+    evaluation.problems[:0] = [f"task {run.task_id} run {run.run_id}: no such task in {args.data}; skipped"
+                               for run in unknown]
+    summary = {"split": split, **evaluation.summary}
+    evaluation.summary = summary
+    return evaluation
+
+
+def _print_problems(problems: Sequence[str], verbose: bool) -> None:
+    shown = problems if verbose else problems[:_MAX_WARNINGS]
+    for problem in shown:
+        print(f"warning: {problem}", file=sys.stderr)
+    if len(problems) > len(shown):
+        print(f"warning: ... and {len(problems) - len(shown)} more (use --verbose to see all)", file=sys.stderr)
+
+
+def _emit(evaluation: Evaluation, args: argparse.Namespace) -> int:
+    _print_problems(evaluation.problems, args.verbose)
+    if args.json:
+        print(json.dumps(evaluation.summary, indent=2))
+    else:
+        print(format_text(evaluation.summary))
+    return 0
+
+
+# ---- sub-commands ----------------------------------------------------------------------------------------------------
+
+def _score(args: argparse.Namespace) -> int:
+    experiment = load_experiment(args.runs, source=args.source)
+    evaluation = _score_runs(experiment.runs, args)
+    evaluation.problems[:0] = experiment.problems
+    return _emit(evaluation, args)
+
+
+def _score_bag(args: argparse.Namespace) -> int:
+    missing = [str(path) for path in args.bags if not path.exists()]
+    if missing:
+        raise BagError(f"no such bag: {', '.join(missing)}")
+    found = read_bag_runs(args.bags, args.topic)
+    evaluation = _score_runs(found.runs, args)
+    evaluation.problems[:0] = found.problems
+    return _emit(evaluation, args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from emmoe_eval.report import ExperimentResult, write_report
+
+    results = []
+    for directory in args.experiments:
+        experiment = load_experiment(directory, source=args.source)
+        evaluation = _score_runs(experiment.runs, args)
+        _print_problems([f"{experiment.name}: {problem}" for problem in experiment.problems + evaluation.problems],
+                        args.verbose)
+        results.append(ExperimentResult(experiment, evaluation))
+    tasks = load_tasks(args.data, "all")
+    paths = write_report(results, tasks, args.out, title=args.title)
+    for path in paths:
+        print(path)
+    return 0
+
+
+# ---- text output -----------------------------------------------------------------------------------------------------
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def format_text(summary: dict[str, Any]) -> str:
+    """The paper-style tables (percent) of a score summary."""
+    lines = [f"EMMOE scores: {summary['runs']} runs of {summary['tasks']} tasks "
+             f"(split {summary.get('split', 'all')}, compat {summary['compat']})", ""]
+    lines.append("  " + "".join(f"{name:>8}" for name in HEADLINE))
+    lines.append("  " + "".join(f"{_percent(summary[name]):>8}" for name in HEADLINE) + "   (percent)")
+    intervals = summary["confidence_intervals"]
+    if intervals["SR"] is not None:
+        level = round(100 * intervals["level"])
+        lines.append(f"  {level}% bootstrap CI over tasks ({intervals['resamples']} resamples): "
+                     f"SR {_percent(intervals['SR'][0])}-{_percent(intervals['SR'][1])}, "
+                     f"TP {_percent(intervals['TP'][0])}-{_percent(intervals['TP'][1])}")
+    if summary["corrupt_runs"]:
+        lines.append(f"  {summary['corrupt_runs']} run file(s) were corrupt and count as failed runs")
+    lines += ["", f"  {'Per attribute (Table 5)':<28}{'tasks':>6}{'runs':>6}{'SR':>8}{'TP':>8}"]
+    for name, row in summary["per_attribute"].items():
+        lines.append(f"  {name:<28}{row['tasks']:>6}{row['runs']:>6}{_percent(row['SR']):>8}{_percent(row['TP']):>8}")
+    lines += ["", f"  {'Low-level actions (Table 4)':<28}{'steps':>6}{'execs':>6}{'SR':>8}{'P':>8}"]
+    for action, row in summary["per_action"].items():
+        lines.append(f"  {action:<28}{row['steps']:>6}{row['executions']:>6}{_percent(row['SR']):>8}"
+                     f"{_percent(row['P']):>8}")
+    lines += ["", f"  {'Errors by type (Figure 3)':<28}{'in successful runs':>20}{'in failed runs':>16}"]
+    errors = [(kind, row) for kind, row in summary["errors"]["by_type"].items() if any(row.values())]
+    for kind, row in errors:
+        lines.append(f"  {kind:<28}{row['successful_runs']:>20}{row['failed_runs']:>16}")
+    if not errors:
+        lines.append("  (no failed steps)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The evaluator's core without ROS: run folders written step by step, runs scored when they end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from emmoe_eval.bags import STEP_RECORD_TYPE, read_bag_runs, record_from_step, typestore
+from emmoe_eval.conversation import read_conversation_run
+from emmoe_eval.recorder import Evaluator, EvaluatorConfig
+from emmoe_eval.records import RunInfo, step_from_record
+from emmoe_eval.runs import read_trajectory
+
+
+def views_for(step: int) -> list[np.ndarray]:
+    return [np.full((8, 8, 3), 10 * step + index, dtype=np.uint8) for index in range(4)]
+
+
+def feed(evaluator: Evaluator, info: RunInfo, steps, with_views: bool = True):
+    """Send steps as the node does (the step converted from a serialised record, which goes to the bag)."""
+    outcomes = []
+    for step in steps:
+        views = views_for(step.step) if with_views else []
+        record = record_from_step(step, info, views, stamp_ns=step.step * 1000)
+        data = bytes(typestore().serialize_cdr(record, STEP_RECORD_TYPE))
+        outcomes.append(evaluator.handle(info, step_from_record(record), views, data, step.step * 1000))
+    return outcomes
+
+
+def test_a_run_is_recorded_step_by_step_and_scored_at_end(handmade, tmp_path, kit):
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path / "out", data_dir=handmade.data_dir))
+    info = RunInfo("3", 1, "find a cold apple and put it on the kitchen_counter", "mock", "text")
+    steps = kit.runs[("3", "1")]
+    run_dir = tmp_path / "out" / "3" / "1"
+    outcomes = feed(evaluator, info, steps[:3])
+    # Before the run ends, every step so far is already on disk.
+    assert [step.step for step in read_trajectory(run_dir / "trajectory.jsonl").steps] == [1, 2, 3]
+    assert all(outcome.finished == [] for outcome in outcomes) and evaluator.open_runs == [("3", 1)]
+    (last, *_) = reversed(feed(evaluator, info, steps[3:]))
+    (result,) = last.finished
+    # Hand values of run 3/1 (conftest): TP 1, success, 8 steps, L* 7, 1 re-plan, one D1 error.
+    assert (result["task_progress"], result["success"], result["ended_with_end"], result["end_reason"]) == \
+        (1.0, True, True, "end")
+    assert (result["steps"], result["expert_steps"], result["replans"], result["errors"]) == (8, 7, 1, {"D1": 1})
+    assert json.loads((run_dir / "score.json").read_text()) == result
+    assert json.loads((run_dir / "run.json").read_text())["planner"] == "mock"
+    pixels = np.asarray(Image.open(run_dir / "subtask3_back.png"))
+    assert pixels.shape == (8, 8, 3) and int(pixels[0, 0, 0]) == 32
+    trajectory = read_trajectory(run_dir / "trajectory.jsonl")
+    assert trajectory.steps[2].images == ("subtask3_front.png", "subtask3_left.png", "subtask3_back.png",
+                                          "subtask3_right.png")
+    # The bag holds the same steps as trajectory.jsonl; conversation.json rebuilds the same subtasks.
+    (bag_run,) = read_bag_runs([run_dir / "episode.mcap"]).runs
+    assert bag_run.steps == trajectory.steps
+    assert [step.subtask for step in read_conversation_run(run_dir / "conversation.json").steps] == \
+        [step.subtask for step in steps]
+    assert not (run_dir / "episode.mcap.partial").exists()
+
+
+def test_runs_end_at_max_steps_or_on_request(handmade, tmp_path, kit):
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, data_dir=handmade.data_dir, max_steps=4,
+                                          write_views=False))
+    outcomes = feed(evaluator, RunInfo("3", 2), kit.runs[("3", "2")][:4], with_views=False)
+    (result,) = outcomes[-1].finished
+    # steps 1-4 of run 3/2: Go to fridge, x Pick, Open fridge, x Pick -> TP 2/6, 1 re-plan, step limit
+    assert result["end_reason"] == "step_limit" and result["task_progress"] == pytest.approx(2 / 6)
+    assert result["replans"] == 1 and not list((tmp_path / "3" / "2").glob("*.png"))
+    feed(evaluator, RunInfo("91", 2), kit.runs[("91", "2")][:2], with_views=False)
+    (requested,) = evaluator.finish_all()
+    assert (requested["end_reason"], requested["steps"], requested["task_progress"]) == ("requested", 2, 0.5)
+    assert evaluator.open_runs == []
+
+
+def test_unknown_tasks_get_progress_minus_one(tmp_path, kit):
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, record_bag=False))
+    (outcome,) = feed(evaluator, RunInfo("free-1", 1, "tidy up"), [kit.end(1)], with_views=False)
+    (result,) = outcome.finished
+    assert (result["task_known"], result["task_progress"], result["success"], result["bag"]) == \
+        (False, -1.0, False, None)
+    assert result["note"] == "no data_dir set"
+    assert not (tmp_path / "free-1" / "1" / "episode.mcap").exists()
+
+
+def test_restarts_late_steps_and_gaps_are_reported(handmade, tmp_path, kit):
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, data_dir=handmade.data_dir, write_views=False))
+    info = RunInfo("91", 1)
+    steps = kit.runs[("91", "1")]
+    feed(evaluator, info, steps[:2], with_views=False)
+    (restart,) = feed(evaluator, info, steps[:1], with_views=False)
+    assert restart.problems == ["episode 91 run 1: step 1 again; the run restarts and its earlier recording is replaced"]
+    (gap,) = feed(evaluator, info, steps[2:3], with_views=False)
+    assert gap.problems == ["episode 91 run 1: step 3 follows step 1"]
+    feed(evaluator, info, steps[3:], with_views=False)
+    (late,) = feed(evaluator, info, steps[1:2], with_views=False)
+    assert late.problems == ["episode 91 run 1: step 2 arrived after the run ended; ignored"]
+    assert [step.step for step in read_trajectory(tmp_path / "91" / "1" / "trajectory.jsonl").steps] == [1, 3, 4, 5]
+    (bag_run,) = read_bag_runs([tmp_path / "91" / "1" / "episode.mcap"]).runs
+    assert [step.step for step in bag_run.steps] == [1, 3, 4, 5]
+
+
+def test_config_errors_say_what_to_fix(tmp_path):
+    with pytest.raises(ValueError, match="max_steps must be >= 1"):
+        EvaluatorConfig(out_dir=tmp_path, max_steps=0)
+    with pytest.raises(ValueError, match="data_dir .* is not a folder"):
+        EvaluatorConfig(out_dir=tmp_path, data_dir=tmp_path / "missing")
+    with pytest.raises(ValueError, match="compat must be one of default, official"):
+        EvaluatorConfig(out_dir=tmp_path, compat="paper")

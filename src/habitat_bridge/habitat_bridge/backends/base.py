@@ -1,0 +1,364 @@
+"""The simulator-backend interface every backend implements (MuJoCo, Habitat, ...), and its value types.
+
+A backend holds one episode at a time. Typical use by a skill executor::
+
+    backend.reset(spec)                      # or reset(None, seed=3) for a generated apartment
+    obs = backend.observe(depth=True, segmentation=True)
+    backend.set_base_velocity(0.3, 0.0)      # m/s forward, rad/s turn
+    backend.step(0.5)                        # advance simulated time
+    [apple] = backend.resolve("apple")[:1]   # instance names matching a planner's name, nearest first
+    state = backend.object_states([apple])[0]
+    backend.set_arm_targets(joint_positions) # 7 values, order backend.arm_joint_names (IK is the caller's)
+    backend.step(1.0); backend.close_gripper()   # weld-grasps the object nearest the gripper
+    backend.held_object()                    # -> "apple_0"
+
+Privileged queries (poses, container joints, on/in relations, contact force, occupancy grid) exist for the M3
+"with background information" skills and for the error-detection monitor; sensor-only skills use `observe`.
+Backends are not thread-safe: callers serialise access (the bridge node holds a lock).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from emmoe_eval.names import AliasTable, default_alias_table, normalize
+
+from habitat_bridge.occupancy import OccupancyGrid
+from habitat_bridge.official import OfficialEpisode
+from habitat_bridge.scene_spec import SceneSpec
+
+VIEWS: tuple[str, ...] = ("front", "left", "back", "right")
+INSTANCE_KINDS: tuple[str, ...] = ("object", "furniture", "container", "room")
+
+
+class BackendError(RuntimeError):
+    """The simulator failed (build, step, render) or was used before reset."""
+
+
+class UnknownNameError(KeyError):
+    """A requested name matches nothing in the scene."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"{self.name!r} matches nothing in the scene"
+
+
+@dataclass(frozen=True)
+class Pose:
+    """A world pose.
+
+    Attributes:
+        position: (x, y, z) metres.
+        orientation: unit quaternion (w, x, y, z).
+    """
+
+    position: tuple[float, float, float]
+    orientation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+
+    @property
+    def yaw(self) -> float:
+        """Rotation about z (radians)."""
+        w, x, y, z = self.orientation
+        return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+    @classmethod
+    def from_yaw(cls, x: float, y: float, z: float, yaw: float) -> Pose:
+        """A pose rotated about z only."""
+        return cls((x, y, z), (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)))
+
+
+@dataclass(frozen=True)
+class InstanceState:
+    """Privileged state of an object, piece of furniture, articulated container or room.
+
+    Attributes:
+        name: unique instance name ("apple_0", "brown_table_0", "fridge_0", "kitchen_drawer_1", "living_room_0").
+        canonical: alias-table entry ("013_apple", "frl_apartment_table_01", "fridge", "kitchen_counter").
+        kind: one of INSTANCE_KINDS ("container" for furniture with doors or drawers, and for the drawers).
+        pose: pose of the instance's bounding-box centre.
+        size: bounding-box size (x, y, z) in the instance's frame.
+        receptacle: for objects: the furniture or drawer it rests on or in; "" when on the floor or held.
+        surface: for objects: the support region of that receptacle ("top", "sink", "shelf_0", ...).
+        inside: for objects: whether that region is inside a container.
+        distance: planar distance from the robot base to the pose (metres).
+    """
+
+    name: str
+    canonical: str
+    kind: str
+    pose: Pose
+    size: tuple[float, float, float]
+    receptacle: str = ""
+    surface: str = ""
+    inside: bool = False
+    distance: float = 0.0
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    """Privileged state of one door or drawer.
+
+    Attributes:
+        name: articulation instance name ("fridge_0_door", "kitchen_drawer_1").
+        canonical: alias-table entry of the furniture it belongs to ("fridge", "kitchen_counter").
+        label: "door" or "drawer".
+        furniture: instance name of the furniture it belongs to.
+        joint_type: "hinge" (radians) or "slide" (metres).
+        position: current joint value; 0 is closed.
+        lower: lower joint limit.
+        upper: upper joint limit.
+        open_threshold: value at or above which it counts as open (release: fridge 0.8 rad, drawer 0.25 m).
+        handle: world position of its handle.
+    """
+
+    name: str
+    canonical: str
+    label: str
+    furniture: str
+    joint_type: str
+    position: float
+    lower: float
+    upper: float
+    open_threshold: float
+    handle: tuple[float, float, float]
+
+    @property
+    def is_open(self) -> bool:
+        """position >= open_threshold."""
+        return self.position >= self.open_threshold
+
+
+@dataclass(frozen=True)
+class RobotState:
+    """Proprioception and base pose of the robot.
+
+    Attributes:
+        base: base pose on the floor (z = 0).
+        base_velocity: (forward m/s, turn rad/s) in the base frame.
+        joint_names: names of the actuated joints (torso, head, arm, fingers).
+        joint_positions: their positions, same order.
+        joint_velocities: their velocities, same order.
+        gripper: pose of the grasp point between the fingers.
+        held_object: instance name of the grasped object, or None.
+        time: simulated time (seconds since reset).
+    """
+
+    base: Pose
+    base_velocity: tuple[float, float]
+    joint_names: tuple[str, ...]
+    joint_positions: tuple[float, ...]
+    joint_velocities: tuple[float, ...]
+    gripper: Pose
+    held_object: str | None
+    time: float
+
+
+@dataclass
+class Observation:
+    """What the cameras see at one instant.
+
+    Attributes:
+        time: simulated time.
+        rgb: view -> (H, W, 3) uint8.
+        depth: view -> (H, W) float32 metres (empty unless asked for).
+        segmentation: view -> (H, W) int32 instance ids, -1 for walls, floor, robot (empty unless asked for).
+        instance_names: instance id -> instance name.
+        instance_canonicals: instance id -> canonical name.
+        visible: view -> instance names seen in it, nearest first (empty unless segmentation was asked for).
+        held_object: instance name of the grasped object, or None.
+    """
+
+    time: float
+    rgb: dict[str, np.ndarray]
+    depth: dict[str, np.ndarray] = field(default_factory=dict)
+    segmentation: dict[str, np.ndarray] = field(default_factory=dict)
+    instance_names: tuple[str, ...] = ()
+    instance_canonicals: tuple[str, ...] = ()
+    visible: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    held_object: str | None = None
+
+
+Scene = SceneSpec | OfficialEpisode
+
+
+class SimBackend(ABC):
+    """One simulator holding one episode. Every method except reset raises BackendError before the first reset."""
+
+    #: Backend name used in configuration ("mujoco", "habitat").
+    name: str = ""
+
+    @property
+    @abstractmethod
+    def episode_id(self) -> str:
+        """Identifier of the loaded episode."""
+
+    @property
+    @abstractmethod
+    def time(self) -> float:
+        """Simulated seconds since the last reset."""
+
+    @property
+    @abstractmethod
+    def views(self) -> tuple[str, ...]:
+        """Camera views `observe` accepts (at least VIEWS)."""
+
+    @property
+    @abstractmethod
+    def arm_joint_names(self) -> tuple[str, ...]:
+        """The seven arm joints, in the order set_arm_targets expects."""
+
+    @abstractmethod
+    def reset(self, scene: Scene | None = None, seed: int | None = None) -> str:
+        """Load a scene and return the episode id.
+
+        Args:
+            scene: a scene spec, an official episode, or None for the backend's default scene.
+            seed: overrides the scene's seed (objects without fixed placements land elsewhere); None keeps it.
+
+        Raises:
+            SceneSpecError: the scene is invalid for this backend.
+            BackendError: the simulator failed to build it.
+        """
+
+    @abstractmethod
+    def observe(self, views: Sequence[str] = VIEWS, *, depth: bool = False,
+                segmentation: bool = False) -> Observation:
+        """Render camera views (RGB, optionally depth and instance segmentation with visible names).
+
+        Raises:
+            ValueError: an unknown view name.
+        """
+
+    @abstractmethod
+    def step(self, seconds: float) -> None:
+        """Advance the simulation by `seconds` under the current commands.
+
+        Raises:
+            ValueError: seconds is negative or not finite.
+        """
+
+    @abstractmethod
+    def set_base_velocity(self, forward: float, turn: float) -> None:
+        """Command the base: forward speed (m/s) and turn rate (rad/s), held until changed."""
+
+    @abstractmethod
+    def set_arm_targets(self, positions: Sequence[float]) -> None:
+        """Joint-position targets for the seven arm joints (radians), clipped to the joint limits.
+
+        Raises:
+            ValueError: not seven finite numbers.
+        """
+
+    @abstractmethod
+    def set_torso_target(self, height: float) -> None:
+        """Torso lift target (metres, clipped to the joint range)."""
+
+    @abstractmethod
+    def set_head_target(self, pan: float, tilt: float) -> None:
+        """Head pan and tilt targets (radians, clipped)."""
+
+    @abstractmethod
+    def close_gripper(self, max_distance: float = 0.12) -> str | None:
+        """Close the fingers and weld-grasp the object nearest the grasp point, if within `max_distance` metres.
+
+        Returns:
+            The grasped object's instance name, or None when nothing was in reach (the hand stays empty).
+        """
+
+    @abstractmethod
+    def open_gripper(self) -> str | None:
+        """Open the fingers and release the held object; returns its name (None when the hand was empty)."""
+
+    @abstractmethod
+    def held_object(self) -> str | None:
+        """Instance name of the grasped object, or None."""
+
+    @abstractmethod
+    def robot_state(self) -> RobotState:
+        """Base pose, joint states, gripper pose, held object."""
+
+    @abstractmethod
+    def object_states(self, names: Iterable[str] | None = None) -> list[InstanceState]:
+        """Privileged state of instances.
+
+        Args:
+            names: instance, canonical or alias names; each may match several instances. None or empty: everything.
+
+        Raises:
+            UnknownNameError: a name matches nothing.
+        """
+
+    @abstractmethod
+    def container_states(self, names: Iterable[str] | None = None) -> list[ContainerState]:
+        """Doors and drawers matching the names (articulation names, their furniture's names, or labels such as
+        "drawer"); None or empty: all.
+
+        Raises:
+            UnknownNameError: a name matches no door or drawer.
+        """
+
+    @abstractmethod
+    def set_container_target(self, name: str, position: float) -> None:
+        """Drive a door or drawer towards a joint value (it moves while the simulation steps).
+
+        Raises:
+            UnknownNameError: no such articulation.
+        """
+
+    @abstractmethod
+    def set_container_position(self, name: str, position: float) -> None:
+        """Put a door or drawer at a joint value at once (a drawer carries the objects in it).
+
+        Raises:
+            UnknownNameError: no such articulation.
+        """
+
+    @abstractmethod
+    def contact_force(self) -> float:
+        """Largest contact force (N) on the robot body during the last step call (the held object excluded)."""
+
+    @abstractmethod
+    def occupancy_grid(self, resolution: float = 0.05) -> OccupancyGrid:
+        """2-D occupancy of walls and furniture at the current door positions (objects excluded)."""
+
+    @abstractmethod
+    def teleport_base(self, x: float, y: float, yaw: float) -> None:
+        """Put the base at a pose at once (a held object comes along); velocities are zeroed."""
+
+    @abstractmethod
+    def resolve(self, name: str) -> list[str]:
+        """Instance names `name` may refer to (instance name, canonical or alias), nearest to the robot first."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the simulator (safe to call twice)."""
+
+
+def resolve_name(name: str, instances: Sequence[tuple[str, str, tuple[str, ...]]],
+                 table: AliasTable | None = None) -> list[str]:
+    """Instance names matching `name`, in the order given.
+
+    Args:
+        name: an instance name ("apple_0"), a canonical name ("013_apple") or an alias ("red apple").
+        instances: (instance name, canonical name, extra labels such as "drawer") per instance.
+        table: alias table (the default one when None).
+
+    An exact instance name matches only itself; otherwise every instance whose canonical entry the name may refer
+    to, or whose extra label equals the name, matches.
+    """
+    table = table or default_alias_table()
+    wanted = normalize(name)
+    exact = [instance for instance, _, _ in instances if normalize(instance) == wanted]
+    if exact:
+        return exact
+    canonicals = table.canonicals(name)
+    return [instance for instance, canonical, labels in instances
+            if canonical in canonicals or normalize(canonical) == wanted
+            or any(normalize(label) == wanted for label in labels)]

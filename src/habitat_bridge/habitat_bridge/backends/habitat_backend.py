@@ -1,0 +1,657 @@
+"""The SimBackend interface over habitat-lab rearrange (ReplicaCAD apartments, Habitat's Fetch).
+
+NOT RUN ON A REAL HABITAT-SIM IN THIS REPOSITORY: habitat-sim has no wheel for this project's Python, so this adapter
+is exercised only against stub `habitat`, `habitat_sim` and `magnum` modules (test/test_habitat_backend.py), which
+check its wiring: the config it builds, the Fetch subclass with four head cameras, how observations, poses, grasps,
+containers and the navmesh map onto this project's types. Expect to adjust it on the first real run.
+
+What it does with a real install (habitat-lab >= 0.3 with habitat-sim, ReplicaCAD and the YCB objects under
+`data_root`):
+- loads an official EMMOE episode (a Habitat RearrangeDataset scene.json; see habitat_bridge.official) by writing it
+  to a one-episode dataset file and building a habitat Env from `config_path` with that dataset;
+- replaces the agent by `FourViewFetchRobot`, Habitat's FetchRobot with four extra cameras around the head
+  (`emmoe_head_{front,left,back,right}`), each with RGB, depth and semantic sensors;
+- drives the base kinematically on the navmesh (forward speed, turn rate), the arm through its joint motors, and
+  grasps with Habitat's grasp manager (a snap constraint, the analogue of the MuJoCo weld);
+- reports containers from the articulated objects' links (revolute links are doors, prismatic links drawers, with the
+  release's open thresholds 0.8 rad / 0.25 m).
+Scene specs of the embedded apartment cannot be loaded here (their furniture is not in ReplicaCAD): use the mujoco
+backend for those. Habitat's FetchRobot pins the torso and head, so set_torso_target and set_head_target only record
+the request.
+
+Coordinates: Habitat is y-up; everything returned is in this project's z-up frame, (x, y, z)_habitat -> (x, -z, y).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import math
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from habitat_bridge.backends.base import (
+    VIEWS,
+    BackendError,
+    ContainerState,
+    InstanceState,
+    Observation,
+    Pose,
+    RobotState,
+    Scene,
+    SimBackend,
+    UnknownNameError,
+    resolve_name,
+)
+from habitat_bridge.furniture import DOOR_DEFAULTS, DRAWER_DEFAULTS
+from habitat_bridge.occupancy import OccupancyGrid
+from habitat_bridge.official import OfficialEpisode
+from habitat_bridge.scene_spec import SceneSpecError
+
+CAMERA_PREFIX = "emmoe_head_"
+ROBOT_CLASS_NAME = "FourViewFetchRobot"
+# Head camera placement in the Fetch root frame (x forward, y up, z to the right), as habitat-lab's own head camera.
+_HEAD_OFFSET = (0.25, 1.2)
+_HEAD_LOOK_AT = (0.75, 1.0)
+# Quaternion (w, x, y, z) taking Habitat's y-up frame to the z-up frame.
+_Y_UP_TO_Z_UP = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class HabitatBackendConfig:
+    """Settings of the Habitat backend.
+
+    Attributes:
+        config_path: habitat-lab config with a Fetch agent in ReplicaCAD.
+        data_root: directory holding habitat's `data/` (replica_cad, objects/ycb, robots/hab_fetch).
+        image_width: pixels per view.
+        image_height: pixels per view.
+        hfov: horizontal field of view of the head views (degrees).
+        physics_dt: seconds per physics step.
+        overrides: extra habitat config overrides ("key=value").
+    """
+
+    config_path: str = "benchmark/rearrange/play/play.yaml"
+    data_root: str = "."
+    image_width: int = 256
+    image_height: int = 256
+    hfov: float = 90.0
+    physics_dt: float = 1.0 / 120.0
+    overrides: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not (16 <= self.image_width <= 1024 and 16 <= self.image_height <= 1024):
+            raise ValueError(f"image size must be within 16..1024 pixels, got {self.image_width}x{self.image_height}")
+        if not 10.0 <= self.hfov <= 170.0:
+            raise ValueError(f"hfov must be within [10, 170] degrees, got {self.hfov}")
+        if not 0.0 < self.physics_dt <= 0.1:
+            raise ValueError(f"physics_dt must be within (0, 0.1] s, got {self.physics_dt}")
+
+
+# ---- frames -------------------------------------------------------------------------------------------------------
+def to_zup(vector: Sequence[float]) -> tuple[float, float, float]:
+    """A Habitat (y-up) point in the z-up frame."""
+    x, y, z = (float(v) for v in vector)
+    return x, -z, y
+
+
+def to_yup(vector: Sequence[float]) -> tuple[float, float, float]:
+    """A z-up point in Habitat's y-up frame."""
+    x, y, z = (float(v) for v in vector)
+    return x, z, -y
+
+
+def _multiply(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, float]:
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return (w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2)
+
+
+def rotation_to_zup(quaternion: Sequence[float]) -> tuple[float, float, float, float]:
+    """A Habitat-frame orientation (w, x, y, z) expressed in the z-up frame."""
+    w, x, y, z = _Y_UP_TO_Z_UP
+    return _multiply(_multiply(_Y_UP_TO_Z_UP, quaternion), (w, -x, -y, -z))
+
+
+def _quaternion(rotation: Any) -> tuple[float, float, float, float]:
+    """(w, x, y, z) of a magnum Quaternion."""
+    vector = rotation.vector
+    return float(rotation.scalar), float(vector[0]), float(vector[1]), float(vector[2])
+
+
+# ---- the habitat modules ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HabitatModules:
+    """The habitat-lab / habitat-sim / magnum modules the adapter uses (imported lazily)."""
+
+    habitat: ModuleType
+    config_default: ModuleType
+    structured_configs: ModuleType
+    fetch_robot: ModuleType
+    mobile_manipulator: ModuleType
+    agent_manager: ModuleType
+    physics: ModuleType
+    magnum: ModuleType
+
+    @classmethod
+    def load(cls) -> HabitatModules:
+        """Import them.
+
+        Raises:
+            BackendError: habitat-lab or habitat-sim is not installed.
+        """
+        names = {
+            "habitat": "habitat", "config_default": "habitat.config.default",
+            "structured_configs": "habitat.config.default_structured_configs",
+            "fetch_robot": "habitat.articulated_agents.robots.fetch_robot",
+            "mobile_manipulator": "habitat.articulated_agents.mobile_manipulator",
+            "agent_manager": "habitat.tasks.rearrange.articulated_agent_manager",
+            "physics": "habitat_sim.physics", "magnum": "magnum",
+        }
+        loaded = {}
+        for key, module in names.items():
+            try:
+                loaded[key] = importlib.import_module(module)
+            except ImportError as error:
+                raise BackendError(f"the habitat backend needs habitat-lab and habitat-sim ({module}: {error}); "
+                                   "use the mujoco backend") from None
+        return cls(**loaded)
+
+
+def four_view_fetch_class(modules: HabitatModules) -> type:
+    """habitat-lab's FetchRobot with four head cameras (front, left, back, right) added to its camera params."""
+    magnum = modules.magnum
+    camera_params = modules.mobile_manipulator.ArticulatedAgentCameraParams
+    fetch = modules.fetch_robot.FetchRobot
+
+    class FourViewFetchRobot(fetch):  # type: ignore[misc, valid-type]
+        """Fetch with cameras `emmoe_head_{front,left,back,right}` around the head (sensor names start with them)."""
+
+        def _get_fetch_params(self) -> Any:
+            params = super()._get_fetch_params()
+            cameras = dict(params.cameras)
+            for index, view in enumerate(VIEWS):
+                yaw = index * math.pi / 2
+                # Turning left in the root frame (y up, z right) moves +x towards -z.
+                forward = (math.cos(yaw), -math.sin(yaw))
+                cameras[CAMERA_PREFIX + view] = camera_params(
+                    cam_offset_pos=magnum.Vector3(_HEAD_OFFSET[0] * forward[0], _HEAD_OFFSET[1],
+                                                  _HEAD_OFFSET[0] * forward[1]),
+                    cam_look_at_pos=magnum.Vector3(_HEAD_LOOK_AT[0] * forward[0], _HEAD_LOOK_AT[1],
+                                                   _HEAD_LOOK_AT[0] * forward[1]),
+                    attached_link_id=-1)
+            params.cameras = cameras
+            return params
+
+    FourViewFetchRobot.__name__ = ROBOT_CLASS_NAME
+    return FourViewFetchRobot
+
+
+def write_episode_dataset(episode: OfficialEpisode, directory: Path) -> Path:
+    """Write an official episode as a one-episode RearrangeDataset file (.json.gz) and return its path."""
+    path = directory / f"emmoe_{episode.episode_id}.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        json.dump({"config": None, "episodes": [dict(episode.raw)]}, handle)
+    return path
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A door or drawer: one movable link of an articulated object."""
+
+    name: str
+    furniture: str
+    canonical: str
+    link: int
+    label: str
+    joint_type: str
+    threshold: float
+
+
+class HabitatBackend(SimBackend):
+    """habitat-lab rearrange behind the SimBackend interface (see the module docstring: not run on a real install
+    here)."""
+
+    name = "habitat"
+
+    def __init__(self, config: HabitatBackendConfig | None = None, modules: HabitatModules | None = None) -> None:
+        self.config = config or HabitatBackendConfig()
+        self._modules = modules
+        self._env: Any = None
+        self._episode: OfficialEpisode | None = None
+        self._dataset_dir = tempfile.TemporaryDirectory(prefix="habitat_bridge_")
+        self._command = (0.0, 0.0)
+        self._time = 0.0
+        self._contact_force = 0.0
+        self._requested: dict[str, float] = {}
+
+    # ---- setup ------------------------------------------------------------------------------------------------
+    @property
+    def modules(self) -> HabitatModules:
+        """The habitat modules (imported on first use)."""
+        if self._modules is None:
+            self._modules = HabitatModules.load()
+        return self._modules
+
+    def build_config(self, dataset_path: Path) -> Any:
+        """The habitat config: `config_path` with our dataset, our Fetch subclass and four head cameras."""
+        modules = self.modules
+        overrides = [f"habitat.dataset.data_path={dataset_path}", *self.config.overrides]
+        config = modules.config_default.get_config(self.config.config_path, overrides=overrides)
+        structured = modules.structured_configs
+        with modules.habitat.config.read_write(config):
+            agent = config.habitat.simulator.agents.main_agent
+            agent.articulated_agent_type = ROBOT_CLASS_NAME
+            size = {"width": self.config.image_width, "height": self.config.image_height}
+            for view in VIEWS:
+                prefix = CAMERA_PREFIX + view
+                agent.sim_sensors[f"{prefix}_rgb"] = structured.HabitatSimRGBSensorConfig(
+                    uuid=f"{prefix}_rgb", hfov=self.config.hfov, **size)
+                agent.sim_sensors[f"{prefix}_depth"] = structured.HabitatSimDepthSensorConfig(
+                    uuid=f"{prefix}_depth", hfov=self.config.hfov, normalize_depth=False, min_depth=0.0,
+                    max_depth=10.0, **size)
+                agent.sim_sensors[f"{prefix}_semantic"] = structured.HabitatSimSemanticSensorConfig(
+                    uuid=f"{prefix}_semantic", hfov=self.config.hfov, **size)
+            config.habitat.simulator.scene_dataset = str(Path(self.config.data_root) / "data" / "replica_cad" /
+                                                         "replicaCAD.scene_dataset_config.json")
+        return config
+
+    def reset(self, scene: Scene | None = None, seed: int | None = None) -> str:
+        if not isinstance(scene, OfficialEpisode):
+            raise SceneSpecError("the habitat backend loads official EMMOE episodes (a RearrangeDataset scene.json); "
+                                 "scene specs of the embedded apartment need the mujoco backend")
+        modules = self.modules
+        # habitat-lab instantiates the agent class by name inside its agent manager module.
+        setattr(modules.agent_manager, ROBOT_CLASS_NAME, four_view_fetch_class(modules))
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+        dataset = write_episode_dataset(scene, Path(self._dataset_dir.name))
+        try:
+            self._env = modules.habitat.Env(config=self.build_config(dataset))
+            if seed is not None:
+                self._env.seed(seed)
+            self._env.reset()
+        except Exception as error:  # habitat raises many kinds of errors for missing data
+            self._env = None
+            raise BackendError(f"habitat could not load episode {scene.episode_id}: {error}") from None
+        self._episode = scene
+        self._command, self._time, self._contact_force, self._requested = (0.0, 0.0), 0.0, 0.0, {}
+        self._index_scene()
+        return scene.episode_id
+
+    @property
+    def _sim(self) -> Any:
+        """habitat's RearrangeSim (raises BackendError before the first reset)."""
+        if self._env is None:
+            raise BackendError("the simulator has no episode yet: call reset first")
+        return self._env.sim
+
+    def _index_scene(self) -> None:
+        """Name every rigid object, articulated object and movable link; map semantic ids to instances."""
+        sim = self._sim
+        self._objects: dict[str, Any] = {}
+        self._semantic: dict[int, str] = {}
+        start = int(getattr(sim.habitat_config, "object_ids_start", 0))
+        rigid = sim.get_rigid_object_manager().get_objects_by_handle_substring("")
+        motion = self.modules.physics.MotionType
+        for handle, obj in rigid.items():
+            kind = "object" if obj.motion_type == motion.DYNAMIC else "furniture"
+            self._objects[handle] = (obj, kind)
+            self._semantic[int(obj.object_id) + start] = handle
+        self._parts: dict[str, _Part] = {}
+        articulated = sim.get_articulated_object_manager().get_objects_by_handle_substring("")
+        robot_id = sim.articulated_agent.sim_obj.object_id
+        joint_types = self.modules.physics.JointType
+        for handle, obj in articulated.items():
+            if obj.object_id == robot_id:
+                continue
+            self._objects[handle] = (obj, "container")
+            self._semantic[int(obj.object_id) + start] = handle
+            for link in obj.get_link_ids():
+                joint = obj.get_link_joint_type(link)
+                if joint not in (joint_types.Revolute, joint_types.Prismatic):
+                    continue
+                defaults = DOOR_DEFAULTS if joint == joint_types.Revolute else DRAWER_DEFAULTS
+                name = f"{handle}/{obj.get_link_name(link)}"
+                self._parts[name] = _Part(name, handle, self._canonical(handle), link, defaults.label,
+                                          defaults.joint, defaults.open_threshold)
+
+    @staticmethod
+    def _canonical(handle: str) -> str:
+        return handle.split("_:")[0]
+
+    # ---- properties -------------------------------------------------------------------------------------------
+    @property
+    def episode_id(self) -> str:
+        if self._episode is None:
+            raise BackendError("the simulator has no episode yet: call reset first")
+        return self._episode.episode_id
+
+    @property
+    def time(self) -> float:
+        return self._time
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        return VIEWS
+
+    @property
+    def arm_joint_names(self) -> tuple[str, ...]:
+        return ("shoulder_pan_joint", "shoulder_lift_joint", "upperarm_roll_joint", "elbow_flex_joint",
+                "forearm_roll_joint", "wrist_flex_joint", "wrist_roll_joint")
+
+    @property
+    def _robot(self) -> Any:
+        return self._sim.articulated_agent
+
+    # ---- commands ---------------------------------------------------------------------------------------------
+    def set_base_velocity(self, forward: float, turn: float) -> None:
+        if not (math.isfinite(forward) and math.isfinite(turn)):
+            raise ValueError(f"base velocity must be finite, got ({forward}, {turn})")
+        self._command = (float(forward), float(turn))
+
+    def step(self, seconds: float) -> None:
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"seconds must be a finite number >= 0, got {seconds}")
+        sim, robot = self._sim, self._robot
+        dt = self.config.physics_dt
+        self._contact_force = 0.0
+        for _ in range(int(round(seconds / dt))):
+            forward, turn = self._command
+            if forward or turn:
+                start = robot.base_pos
+                heading = float(robot.base_rot) + turn * dt
+                # Base frame forward (+x) turned by the heading about Habitat's up axis.
+                target = self.modules.magnum.Vector3(start[0] + forward * dt * math.cos(heading), start[1],
+                                                     start[2] - forward * dt * math.sin(heading))
+                robot.base_pos = sim.pathfinder.try_step(start, target)
+                robot.base_rot = heading
+            sim.step_physics(dt)
+            robot.update()
+            sim.grasp_mgr.update()
+            self._time += dt
+            self._contact_force = max(self._contact_force, self._robot_contact_force())
+
+    def _robot_contact_force(self) -> float:
+        robot_id = self._robot.sim_obj.object_id
+        held = self._held_id()
+        largest = 0.0
+        for contact in self._sim.get_physics_contact_points():
+            ids = (contact.object_id_a, contact.object_id_b)
+            if robot_id in ids and (held is None or held not in ids):
+                largest = max(largest, abs(float(contact.normal_force)))
+        return largest
+
+    def set_arm_targets(self, positions: Sequence[float]) -> None:
+        values = np.asarray(positions, dtype=float)
+        if values.shape != (7,) or not np.all(np.isfinite(values)):
+            raise ValueError(f"arm targets must be 7 finite numbers, got {list(positions)!r}")
+        lower, upper = self._robot.arm_joint_limits
+        self._robot.arm_motor_pos = np.clip(values, lower, upper).astype(np.float32)
+
+    def set_torso_target(self, height: float) -> None:
+        if not math.isfinite(height):
+            raise ValueError(f"torso target must be finite, got {height}")
+        self._requested["torso"] = float(height)
+
+    def set_head_target(self, pan: float, tilt: float) -> None:
+        if not (math.isfinite(pan) and math.isfinite(tilt)):
+            raise ValueError(f"head targets must be finite, got ({pan}, {tilt})")
+        self._requested["head_pan"], self._requested["head_tilt"] = float(pan), float(tilt)
+
+    # ---- grasping ---------------------------------------------------------------------------------------------
+    def _held_id(self) -> int | None:
+        index = self._sim.grasp_mgr.snap_idx
+        return None if index is None or index < 0 else int(index)
+
+    def close_gripper(self, max_distance: float = 0.12) -> str | None:
+        held = self.held_object()
+        if held is not None:
+            return held
+        ee = to_zup(self._robot.ee_transform().translation)
+        best, best_distance = None, max_distance
+        for handle, (obj, kind) in self._objects.items():
+            if kind != "object":
+                continue
+            distance = math.dist(ee, to_zup(obj.translation))
+            if distance <= best_distance:
+                best, best_distance = handle, distance
+        self._robot.close_gripper()
+        if best is None:
+            return None
+        self._sim.grasp_mgr.snap_to_obj(self._objects[best][0].object_id)
+        return best
+
+    def open_gripper(self) -> str | None:
+        released = self.held_object()
+        if released is not None:
+            self._sim.grasp_mgr.desnap()
+        self._robot.open_gripper()
+        return released
+
+    def held_object(self) -> str | None:
+        held = self._held_id()
+        if held is None:
+            return None
+        return next((handle for handle, (obj, _) in self._objects.items() if obj.object_id == held), None)
+
+    # ---- queries ----------------------------------------------------------------------------------------------
+    def _base(self) -> tuple[float, float, float]:
+        x, y, _ = to_zup(self._robot.base_pos)
+        return x, y, float(self._robot.base_rot)
+
+    def _instances(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        found = [(handle, self._canonical(handle), ()) for handle in self._objects]
+        found += [(part.name, part.canonical, (part.label,)) for part in self._parts.values()]
+        return found
+
+    def resolve(self, name: str) -> list[str]:
+        x, y, _ = self._base()
+        matches = resolve_name(name, self._instances())
+        return sorted(matches, key=lambda match: math.dist((x, y), self._position(match)[:2]))
+
+    def _position(self, name: str) -> tuple[float, float, float]:
+        if name in self._parts:
+            part = self._parts[name]
+            obj = self._objects[part.furniture][0]
+            return to_zup(obj.get_link_scene_node(part.link).translation)
+        return to_zup(self._objects[name][0].translation)
+
+    def _size(self, obj: Any) -> tuple[float, float, float]:
+        size = obj.root_scene_node.cumulative_bb.size()
+        return float(size[0]), float(size[2]), float(size[1])
+
+    def object_states(self, names: Iterable[str] | None = None) -> list[InstanceState]:
+        wanted = [name for name in (names or [])]
+        selected: list[str] = []
+        for name in wanted:
+            matches = [match for match in self.resolve(name) if match in self._objects]
+            if not matches:
+                raise UnknownNameError(name)
+            selected.extend(match for match in matches if match not in selected)
+        if not wanted:
+            selected = list(self._objects)
+        x, y, _ = self._base()
+        relations = self.relations()
+        states = []
+        for handle in selected:
+            obj, kind = self._objects[handle]
+            position = to_zup(obj.translation)
+            receptacle, surface, inside = relations.get(handle, ("", "", False))
+            states.append(InstanceState(handle, self._canonical(handle), kind,
+                                        Pose(position, rotation_to_zup(_quaternion(obj.rotation))), self._size(obj),
+                                        receptacle, surface, inside, math.dist((x, y), position[:2])))
+        return states
+
+    def relations(self) -> dict[str, tuple[str, str, bool]]:
+        """Object handle -> (furniture or container it rests on, "", inside) from bounding boxes (approximate: no
+        receptacle meshes are consulted; an object within a container's box below its top counts as inside)."""
+        held = self.held_object()
+        supports = [(handle, obj) for handle, (obj, kind) in self._objects.items() if kind != "object"]
+        found = {}
+        for handle, (obj, kind) in self._objects.items():
+            if kind != "object" or handle == held:
+                continue
+            x, y, z = to_zup(obj.translation)
+            best, best_gap = "", None
+            for support_handle, support in supports:
+                sx, sy, sz = to_zup(support.translation)
+                lx, ly, lz = self._size(support)
+                if abs(x - sx) > lx / 2 or abs(y - sy) > ly / 2:
+                    continue
+                gap = z - (sz + lz / 2)
+                if -lz <= gap <= 0.3 and (best_gap is None or abs(gap) < best_gap):
+                    best, best_gap = support_handle, abs(gap)
+            if best:
+                _, best_kind = self._objects[best]
+                below_top = z < to_zup(self._objects[best][0].translation)[2] + self._size(self._objects[best][0])[2] / 2
+                found[handle] = (best, "", best_kind == "container" and below_top)
+        return found
+
+    def container_states(self, names: Iterable[str] | None = None) -> list[ContainerState]:
+        wanted = list(names or [])
+        selected = list(self._parts)
+        if wanted:
+            chosen: dict[str, None] = {}
+            for name in wanted:
+                matches = []
+                for match in self.resolve(name):
+                    if match in self._parts:
+                        matches.append(match)
+                    else:
+                        matches.extend(part for part, item in self._parts.items() if item.furniture == match)
+                if not matches:
+                    raise UnknownNameError(name)
+                chosen.update(dict.fromkeys(matches))
+            selected = list(chosen)
+        return [self._container_state(self._parts[name]) for name in selected]
+
+    def _container_state(self, part: _Part) -> ContainerState:
+        obj = self._objects[part.furniture][0]
+        index = obj.get_link_joint_pos_offset(part.link)
+        lower, upper = obj.joint_position_limits
+        handle = to_zup(obj.get_link_scene_node(part.link).translation)
+        return ContainerState(part.name, part.canonical, part.label, part.furniture, part.joint_type,
+                              float(obj.joint_positions[index]), float(lower[index]), float(upper[index]),
+                              part.threshold, handle)
+
+    def set_container_position(self, name: str, position: float) -> None:
+        if name not in self._parts:
+            raise UnknownNameError(name)
+        if not math.isfinite(position):
+            raise ValueError(f"container position must be finite, got {position}")
+        part = self._parts[name]
+        obj = self._objects[part.furniture][0]
+        index = obj.get_link_joint_pos_offset(part.link)
+        lower, upper = obj.joint_position_limits
+        positions = list(obj.joint_positions)
+        positions[index] = float(np.clip(position, lower[index], upper[index]))
+        obj.joint_positions = positions
+
+    def set_container_target(self, name: str, position: float) -> None:
+        """Habitat's articulated furniture has no motors here: the joint is set at once, like
+        set_container_position."""
+        self.set_container_position(name, position)
+
+    def contact_force(self) -> float:
+        return self._contact_force
+
+    def occupancy_grid(self, resolution: float = 0.05) -> OccupancyGrid:
+        """The navmesh's top-down navigability at the robot's height (non-navigable = occupied)."""
+        if not resolution > 0:
+            raise ValueError(f"resolution must be positive, got {resolution}")
+        pathfinder = self._sim.pathfinder
+        lower, upper = pathfinder.get_bounds()
+        navigable = np.asarray(pathfinder.get_topdown_view(resolution, float(self._robot.base_pos[1])), dtype=bool)
+        # Rows of the top-down view run along Habitat +z, which is the z-up frame's -y: flip them.
+        origin = (float(lower[0]), -float(upper[2]))
+        return OccupancyGrid(origin, resolution, ~navigable[::-1])
+
+    def teleport_base(self, x: float, y: float, yaw: float) -> None:
+        if not all(math.isfinite(value) for value in (x, y, yaw)):
+            raise ValueError(f"base pose must be finite, got ({x}, {y}, {yaw})")
+        robot = self._robot
+        height = float(robot.base_pos[1])
+        hx, _, hz = to_yup((x, y, 0.0))
+        robot.base_pos = self.modules.magnum.Vector3(hx, height, hz)
+        robot.base_rot = float(yaw)
+        robot.update()
+
+    def robot_state(self) -> RobotState:
+        robot = self._robot
+        x, y, yaw = self._base()
+        ee = robot.ee_transform()
+        arm = tuple(float(value) for value in robot.arm_joint_pos)
+        fingers = tuple(float(value) for value in robot.gripper_joint_pos)
+        names = self.arm_joint_names + ("r_gripper_finger_joint", "l_gripper_finger_joint")[: len(fingers)]
+        velocities = tuple(float(value) for value in robot.arm_velocity) + (0.0,) * len(fingers)
+        return RobotState(
+            base=Pose.from_yaw(x, y, 0.0, yaw), base_velocity=self._command, joint_names=names,
+            joint_positions=arm + fingers, joint_velocities=velocities,
+            gripper=Pose(to_zup(ee.translation), rotation_to_zup(_rotation_matrix_quaternion(ee.rotation()))),
+            held_object=self.held_object(), time=self._time)
+
+    # ---- cameras ----------------------------------------------------------------------------------------------
+    def observe(self, views: Sequence[str] = VIEWS, *, depth: bool = False,
+                segmentation: bool = False) -> Observation:
+        unknown = [view for view in views if view not in VIEWS]
+        if unknown or not views:
+            raise ValueError(f"unknown or missing views {unknown or list(views)}; expected some of {', '.join(VIEWS)}")
+        raw = self._sim.get_sensor_observations()
+        names = tuple(self._objects)
+        ids = {name: index for index, name in enumerate(names)}
+        observation = Observation(time=self._time, rgb={}, held_object=self.held_object(), instance_names=names,
+                                  instance_canonicals=tuple(self._canonical(name) for name in names))
+        x, y, _ = self._base()
+        for view in views:
+            prefix = CAMERA_PREFIX + view
+            observation.rgb[view] = np.ascontiguousarray(np.asarray(raw[f"{prefix}_rgb"])[..., :3], dtype=np.uint8)
+            if depth:
+                observation.depth[view] = np.asarray(raw[f"{prefix}_depth"], dtype=np.float32).reshape(
+                    self.config.image_height, self.config.image_width)
+            if segmentation:
+                semantic = np.asarray(raw[f"{prefix}_semantic"], dtype=np.int64).reshape(self.config.image_height,
+                                                                                         self.config.image_width)
+                lookup = np.full(max(self._semantic, default=0) + 2, -1, dtype=np.int32)
+                for key, handle in self._semantic.items():
+                    lookup[key] = ids[handle]
+                instance = lookup[np.clip(semantic, 0, len(lookup) - 1)]
+                observation.segmentation[view] = instance
+                counts = np.bincount(instance[instance >= 0].ravel(), minlength=len(names))
+                seen = [names[index] for index in np.nonzero(counts >= 30)[0]]
+                seen.sort(key=lambda handle: math.dist((x, y), self._position(handle)[:2]))
+                observation.visible[view] = tuple(seen)
+        return observation
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+        self._dataset_dir.cleanup()
+
+
+def _rotation_matrix_quaternion(columns: Any) -> tuple[float, float, float, float]:
+    """(w, x, y, z) of a 3x3 rotation given column by column (magnum's Matrix3x3 indexing: m[i] is column i)."""
+    m = np.asarray([[float(columns[column][row]) for column in range(3)] for row in range(3)])
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = math.sqrt(trace + 1.0) * 2
+        return 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
+    index = int(np.argmax(np.diag(m)))
+    if index == 0:
+        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
+        return (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
+    if index == 1:
+        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
+        return (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
+    s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
+    return (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s

@@ -1,0 +1,251 @@
+"""What the bridge node does, without rclpy: message conversions and the three service handlers.
+
+The handlers take a backend and a request message and fill the response; every failure becomes an error code and
+message in the response (never an exception), so the node stays up after a bad request. Used by
+habitat_bridge.bridge_node and unit-tested without a ROS graph.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from emmoe_interfaces.msg import ContainerState as ContainerStateMsg
+from emmoe_interfaces.msg import ObjectState, VisibleObjects
+from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
+from geometry_msgs.msg import Pose as PoseMsg
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Image, JointState
+
+from habitat_bridge.backends.base import VIEWS, BackendError, Pose, RobotState, SimBackend, UnknownNameError
+from habitat_bridge.official import is_official_scene, parse_official_episode
+from habitat_bridge.scene_spec import SceneSpec, SceneSpecError, parse_scene_text
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """Settings of the bridge node (filled from ROS parameters).
+
+    Attributes:
+        backend: "auto" (habitat when habitat_sim imports, else mujoco), "mujoco" or "habitat".
+        scene_path: scene file loaded at start-up and by resets without a scene ("" = generated apartment).
+        seed: seed of the start-up scene (-1: the scene's own; 0 for a generated apartment).
+        rate_hz: control loop rate; each tick advances the simulation by 1/rate_hz seconds.
+        camera_rate_hz: how often the four head views are published (0 = never; they stay available through
+            /sim/get_observation).
+        publish_depth: publish depth images with the RGB views.
+        cmd_vel_timeout: seconds without /cmd_vel after which the base is stopped.
+        image_size: width and height of each view in pixels (mujoco backend).
+    """
+
+    backend: str = "auto"
+    scene_path: str = ""
+    seed: int = -1
+    rate_hz: float = 50.0
+    camera_rate_hz: float = 2.0
+    publish_depth: bool = False
+    cmd_vel_timeout: float = 0.5
+    image_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("auto", "mujoco", "habitat"):
+            raise ValueError(f"backend must be auto, mujoco or habitat, got {self.backend!r}")
+        if self.scene_path and not Path(self.scene_path).is_file():
+            raise ValueError(f"scene_path {self.scene_path!r} is not a readable file")
+        if not 1.0 <= self.rate_hz <= 1000.0:
+            raise ValueError(f"rate_hz must be within [1, 1000], got {self.rate_hz}")
+        if not 0.0 <= self.camera_rate_hz <= self.rate_hz:
+            raise ValueError(f"camera_rate_hz must be within [0, rate_hz], got {self.camera_rate_hz}")
+        if self.cmd_vel_timeout <= 0:
+            raise ValueError(f"cmd_vel_timeout must be positive, got {self.cmd_vel_timeout}")
+        if not 16 <= self.image_size <= 1024:
+            raise ValueError(f"image_size must be within [16, 1024], got {self.image_size}")
+
+
+# ---- conversions ------------------------------------------------------------------------------------------------
+def stamp(seconds: float) -> Time:
+    """builtin_interfaces/Time of a simulated time."""
+    whole = math.floor(seconds)
+    return Time(sec=int(whole), nanosec=int(round((seconds - whole) * 1e9)) % 1_000_000_000)
+
+
+def image_message(array: np.ndarray, seconds: float, frame_id: str) -> Image:
+    """sensor_msgs/Image from an (H, W, 3) uint8 array (rgb8) or an (H, W) float32 array (32FC1, metres)."""
+    message = Image()
+    message.header.stamp = stamp(seconds)
+    message.header.frame_id = frame_id
+    message.height, message.width = int(array.shape[0]), int(array.shape[1])
+    if array.ndim == 3:
+        message.encoding = "rgb8"
+        data = np.ascontiguousarray(array, dtype=np.uint8)
+    else:
+        message.encoding = "32FC1"
+        data = np.ascontiguousarray(array, dtype="<f4")
+    message.is_bigendian = 0
+    message.step = int(data.strides[0])
+    message.data = data.tobytes()
+    return message
+
+
+def image_array(message: Image) -> np.ndarray:
+    """The array behind an rgb8 or 32FC1 sensor_msgs/Image (inverse of image_message)."""
+    if message.encoding == "rgb8":
+        return np.frombuffer(bytes(message.data), dtype=np.uint8).reshape(message.height, message.width, 3)
+    if message.encoding == "32FC1":
+        return np.frombuffer(bytes(message.data), dtype="<f4").reshape(message.height, message.width)
+    raise ValueError(f"unsupported image encoding {message.encoding!r}")
+
+
+def pose_message(pose: Pose) -> PoseMsg:
+    """geometry_msgs/Pose of a backend pose."""
+    message = PoseMsg()
+    message.position.x, message.position.y, message.position.z = (float(v) for v in pose.position)
+    w, x, y, z = pose.orientation
+    message.orientation.w, message.orientation.x = float(w), float(x)
+    message.orientation.y, message.orientation.z = float(y), float(z)
+    return message
+
+
+def odometry_message(state: RobotState) -> Odometry:
+    """nav_msgs/Odometry (odom -> base_link) of the robot state."""
+    message = Odometry()
+    message.header.stamp = stamp(state.time)
+    message.header.frame_id = "odom"
+    message.child_frame_id = "base_link"
+    message.pose.pose = pose_message(state.base)
+    message.twist.twist.linear.x = float(state.base_velocity[0])
+    message.twist.twist.angular.z = float(state.base_velocity[1])
+    return message
+
+
+def joint_state_message(state: RobotState) -> JointState:
+    """sensor_msgs/JointState of the actuated joints."""
+    message = JointState()
+    message.header.stamp = stamp(state.time)
+    message.name = list(state.joint_names)
+    message.position = [float(value) for value in state.joint_positions]
+    message.velocity = [float(value) for value in state.joint_velocities]
+    return message
+
+
+# ---- services ---------------------------------------------------------------------------------------------------
+def load_scene_request(scene_json: str, scene_path: str) -> Any:
+    """The scene a reset request names: a SceneSpec, an OfficialEpisode, or None when it names none.
+
+    Raises:
+        FileNotFoundError: scene_path cannot be read.
+        SceneSpecError: the text is not a valid scene.
+    """
+    if scene_json.strip():
+        text, source = scene_json, "scene_json"
+    elif scene_path.strip():
+        try:
+            text = Path(scene_path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise FileNotFoundError(f"{scene_path}: {error.strerror}") from None
+        source = scene_path
+    else:
+        return None
+    data = parse_scene_text(text, source)
+    if is_official_scene(data):
+        try:
+            return parse_official_episode(data)
+        except SceneSpecError as error:
+            raise SceneSpecError(f"{source}: {error}") from None
+    try:
+        return SceneSpec.from_dict(data)
+    except SceneSpecError as error:
+        raise SceneSpecError(f"{source}: {error}") from None
+
+
+def handle_reset(backend: SimBackend, request: ResetEpisode.Request, response: ResetEpisode.Response,
+                 default_scene: Any = None) -> ResetEpisode.Response:
+    """Serve /sim/reset_episode: load the requested scene (or the default one) and reset."""
+    try:
+        scene = load_scene_request(request.scene_json, request.scene_path)
+        seed = None if request.seed < 0 else int(request.seed)
+        response.episode_id = backend.reset(scene if scene is not None else default_scene, seed)
+        response.success, response.error_code = True, ResetEpisode.Response.NONE
+    except FileNotFoundError as error:
+        response.error_code, response.error_msg = ResetEpisode.Response.NOT_FOUND, str(error)
+    except SceneSpecError as error:
+        response.error_code, response.error_msg = ResetEpisode.Response.INVALID_SPEC, str(error)
+    except Exception as error:  # a backend failure must not take the node down
+        response.error_code = ResetEpisode.Response.SIMULATOR_ERROR
+        response.error_msg = f"{type(error).__name__}: {error}"
+    return response
+
+
+def handle_get_observation(backend: SimBackend, request: GetObservation.Request,
+                           response: GetObservation.Response) -> GetObservation.Response:
+    """Serve /sim/get_observation: four views (+ depth), visible canonical names per view, inventory."""
+    try:
+        observation = backend.observe(VIEWS, depth=bool(request.include_depth), segmentation=True)
+        canonical = dict(zip(observation.instance_names, observation.instance_canonicals))
+        for view in VIEWS:
+            setattr(response, view, image_message(observation.rgb[view], observation.time, f"head_camera_{view}"))
+            response.visible.append(VisibleObjects(view=view, names=[canonical[name]
+                                                                      for name in observation.visible[view]]))
+        if request.include_depth:
+            response.depth = [image_message(observation.depth[view], observation.time, f"head_camera_{view}")
+                              for view in VIEWS]
+        if observation.held_object is not None:
+            response.inventory = [canonical[observation.held_object]]
+        response.success, response.error_code = True, GetObservation.Response.NONE
+    except Exception as error:  # includes BackendError before the first reset
+        response.error_code = GetObservation.Response.SIMULATOR_ERROR
+        response.error_msg = f"{type(error).__name__}: {error}"
+    return response
+
+
+def handle_query_scene(backend: SimBackend, request: QueryScene.Request,
+                       response: QueryScene.Response) -> QueryScene.Response:
+    """Serve /sim/query_scene: robot pose, held object, contact force, requested objects and containers."""
+    try:
+        names = [name for name in request.names if name.strip()]
+        states = backend.object_states(names)
+        if names:
+            containers: dict[str, Any] = {}
+            for name in names:
+                try:
+                    found = backend.container_states([name])
+                except UnknownNameError:
+                    continue
+                containers.update({state.name: state for state in found})
+            container_states = list(containers.values())
+        else:
+            container_states = backend.container_states()
+        robot = backend.robot_state()
+        response.robot_pose = pose_message(robot.base)
+        response.held_object = robot.held_object or ""
+        response.contact_force = float(backend.contact_force())
+        for state in states:
+            message = ObjectState(name=state.name, canonical=state.canonical, kind=state.kind, on=state.receptacle,
+                                  inside=state.inside, distance=float(state.distance))
+            message.pose = pose_message(state.pose)
+            message.size.x, message.size.y, message.size.z = (float(v) for v in state.size)
+            response.objects.append(message)
+        for state in container_states:
+            response.containers.append(ContainerStateMsg(
+                name=state.name, canonical=state.canonical, joint_type=state.joint_type,
+                position=float(state.position), lower_limit=float(state.lower), upper_limit=float(state.upper),
+                open_threshold=float(state.open_threshold), is_open=state.is_open))
+        response.success, response.error_code = True, QueryScene.Response.NONE
+    except UnknownNameError as error:
+        response.error_code, response.error_msg = QueryScene.Response.UNKNOWN_NAME, str(error)
+    except Exception as error:
+        response.error_code = QueryScene.Response.SIMULATOR_ERROR
+        response.error_msg = f"{type(error).__name__}: {error}"
+    return response
+
+
+def describe_backend_error(error: BaseException) -> str:
+    """One line for a log."""
+    if isinstance(error, (BackendError, SceneSpecError)):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+

@@ -1,0 +1,165 @@
+"""The bridge node: one ROS 2 node around one simulator backend.
+
+Publishes `/head_camera/{front,left,back,right}/image_raw` (rgb8) and, with publish_depth,
+`/head_camera/{view}/depth/image_raw` (32FC1 metres), `/odom`, `/joint_states` and `/clock` (simulated time);
+subscribes `/cmd_vel` (linear.x forward, angular.z turn; the base stops when commands stop for cmd_vel_timeout);
+serves `/sim/reset_episode`, `/sim/get_observation` and `/sim/query_scene` (emmoe_interfaces). The simulation
+advances by 1/rate_hz per control tick. A bad request gets an error code in its response; the node keeps running.
+
+Parameters: backend, scene_path, seed, rate_hz, camera_rate_hz, publish_depth, cmd_vel_timeout, image_size (see
+habitat_bridge.bridge_core.BridgeConfig). Run: `ros2 run habitat_bridge bridge_node` or
+`python -m habitat_bridge.bridge_node`; it prints "habitat_bridge ready" once it serves.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+import rclpy
+from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Image, JointState
+
+from habitat_bridge import bridge_core
+from habitat_bridge.backends import create_backend, resolve_backend_name
+from habitat_bridge.backends.base import VIEWS, SimBackend
+
+READY_LINE = "habitat_bridge ready"
+
+
+class BridgeNode(Node):
+    """ROS 2 front of a SimBackend (see the module docstring)."""
+
+    def __init__(self, backend: SimBackend | None = None, **node_kwargs: Any) -> None:
+        super().__init__("habitat_bridge", **node_kwargs)
+        defaults = bridge_core.BridgeConfig()
+        for name in ("backend", "scene_path", "seed", "rate_hz", "camera_rate_hz", "publish_depth", "cmd_vel_timeout",
+                     "image_size"):
+            self.declare_parameter(name, getattr(defaults, name))
+        self.config = bridge_core.BridgeConfig(**{name: self.get_parameter(name).value
+                                                  for name in ("backend", "scene_path", "seed", "rate_hz",
+                                                               "camera_rate_hz", "publish_depth", "cmd_vel_timeout",
+                                                               "image_size")})
+        self._lock = threading.Lock()
+        if backend is None:
+            name = resolve_backend_name(self.config.backend)
+            backend = create_backend(name, image_width=self.config.image_size, image_height=self.config.image_size)
+        self.backend = backend
+        self._default_scene = bridge_core.load_scene_request("", self.config.scene_path)
+        seed = None if self.config.seed < 0 else self.config.seed
+        episode = self.backend.reset(self._default_scene, seed)
+        self.get_logger().info(f"{self.backend.name} backend, episode {episode}")
+
+        group = ReentrantCallbackGroup()
+        self._image_publishers = {view: self.create_publisher(Image, f"/head_camera/{view}/image_raw", 2)
+                                  for view in VIEWS}
+        self._depth_publishers = ({view: self.create_publisher(Image, f"/head_camera/{view}/depth/image_raw", 2)
+                                   for view in VIEWS} if self.config.publish_depth else {})
+        self._odom_publisher = self.create_publisher(Odometry, "/odom", 10)
+        self._joint_publisher = self.create_publisher(JointState, "/joint_states", 10)
+        self._clock_publisher = self.create_publisher(Clock, "/clock", 10)
+        self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10, callback_group=group)
+        self.create_service(ResetEpisode, "/sim/reset_episode", self._on_reset, callback_group=group)
+        self.create_service(GetObservation, "/sim/get_observation", self._on_get_observation, callback_group=group)
+        self.create_service(QueryScene, "/sim/query_scene", self._on_query_scene, callback_group=group)
+        self._last_cmd_vel = -float("inf")
+        self._ticks = 0
+        self._camera_every = (max(1, round(self.config.rate_hz / self.config.camera_rate_hz))
+                              if self.config.camera_rate_hz > 0 else 0)
+        self.create_timer(1.0 / self.config.rate_hz, self._on_tick, callback_group=group)
+
+    # ---- callbacks ----------------------------------------------------------------------------------------------
+    def _on_cmd_vel(self, message: Twist) -> None:
+        try:
+            with self._lock:
+                self.backend.set_base_velocity(float(message.linear.x), float(message.angular.z))
+            self._last_cmd_vel = time.monotonic()
+        except Exception as error:  # a malformed command must not stop the node
+            self.get_logger().warning(f"ignored /cmd_vel: {bridge_core.describe_backend_error(error)}")
+
+    def _on_tick(self) -> None:
+        try:
+            with self._lock:
+                if time.monotonic() - self._last_cmd_vel > self.config.cmd_vel_timeout:
+                    self.backend.set_base_velocity(0.0, 0.0)
+                self.backend.step(1.0 / self.config.rate_hz)
+                state = self.backend.robot_state()
+                observation = None
+                self._ticks += 1
+                if self._camera_every and self._ticks % self._camera_every == 0:
+                    observation = self.backend.observe(VIEWS, depth=self.config.publish_depth)
+            clock = Clock()
+            clock.clock = bridge_core.stamp(state.time)
+            self._clock_publisher.publish(clock)
+            self._odom_publisher.publish(bridge_core.odometry_message(state))
+            self._joint_publisher.publish(bridge_core.joint_state_message(state))
+            if observation is not None:
+                for view in VIEWS:
+                    frame = f"head_camera_{view}"
+                    self._image_publishers[view].publish(bridge_core.image_message(observation.rgb[view],
+                                                                                   observation.time, frame))
+                    if view in self._depth_publishers:
+                        self._depth_publishers[view].publish(bridge_core.image_message(observation.depth[view],
+                                                                                       observation.time, frame))
+        except Exception as error:  # keep ticking; a reset recovers a broken episode
+            self.get_logger().error(f"simulation tick failed: {bridge_core.describe_backend_error(error)}",
+                                    throttle_duration_sec=5.0)
+
+    def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        with self._lock:
+            result = bridge_core.handle_reset(self.backend, request, response, self._default_scene)
+        if result.success:
+            self.get_logger().info(f"episode {result.episode_id} loaded")
+        else:
+            self.get_logger().warning(f"reset refused ({result.error_code}): {result.error_msg}")
+        return result
+
+    def _on_get_observation(self, request: GetObservation.Request,
+                            response: GetObservation.Response) -> GetObservation.Response:
+        with self._lock:
+            return bridge_core.handle_get_observation(self.backend, request, response)
+
+    def _on_query_scene(self, request: QueryScene.Request, response: QueryScene.Response) -> QueryScene.Response:
+        with self._lock:
+            return bridge_core.handle_query_scene(self.backend, request, response)
+
+    def destroy_node(self) -> None:
+        """Release the simulator with the node."""
+        with self._lock:
+            self.backend.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of `bridge_node`."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = BridgeNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        print(READY_LINE, flush=True)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, OSError) as error:  # a bad parameter or scene file: one line, no traceback
+        print(f"bridge_node: error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

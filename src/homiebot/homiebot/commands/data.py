@@ -1,0 +1,86 @@
+"""`homiebot data build|paraphrase`: planner training data from EMMOE trajectories (logic in homiebot_planner.training)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "build SFT/DPO planner training data from EMMOE trajectories, or paraphrase its texts"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `homiebot data build` and `homiebot data paraphrase`."""
+    actions = parser.add_subparsers(dest="data_action", metavar="ACTION", required=True)
+
+    build = actions.add_parser("build", help="write sft_<split>.json, dpo_<split>.json and Hugging Face datasets",
+                               description="Convert DATA_DIR/<split>/<id>/info.txt trajectories (and their images) "
+                                           "into SFT and DPO training data (EMMOE.md section 6).")
+    build.add_argument("--data", required=True, type=Path, help="folder holding <split>/<task_id>/info.txt")
+    build.add_argument("--split", default="train", help="split folder to read (default: train)")
+    build.add_argument("--out", required=True, type=Path, help="output folder (image paths are written relative to it)")
+    build.add_argument("--paraphrases", type=Path, help="paraphrase file from `homiebot data paraphrase` to add "
+                                                        "rewritten variants of every trajectory")
+    build.add_argument("--no-images", dest="images", action="store_false",
+                       help="text-only samples: no image lists, no <image> tokens, images need not exist")
+    build.add_argument("--no-hf", dest="hf_datasets", action="store_false",
+                       help="skip the Hugging Face datasets (write only the JSON files)")
+
+    paraphrase = actions.add_parser("paraphrase", help="rewrite task texts and analyses through an "
+                                                       "OpenAI-compatible server (cached)",
+                                    description="Rewrite every task instruction and analysis N times, object names "
+                                                "kept, through any OpenAI-compatible chat server; responses are cached "
+                                                "on disk so reruns send no request.")
+    paraphrase.add_argument("--data", required=True, type=Path, help="folder holding <split>/<task_id>/info.txt")
+    paraphrase.add_argument("--split", default="train", help="split folder to read (default: train)")
+    paraphrase.add_argument("--out", required=True, type=Path, help="paraphrase file to write (JSON)")
+    paraphrase.add_argument("--base-url", required=True, help="server endpoint, e.g. http://127.0.0.1:8000/v1")
+    paraphrase.add_argument("--model", required=True, help="model name on the server (the paper used gpt-4o)")
+    paraphrase.add_argument("--rewrites", type=int, default=3, help="rewrites per text (default: 3, as the paper)")
+    paraphrase.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                            help="environment variable holding the API key (default: OPENAI_API_KEY)")
+    paraphrase.add_argument("--cache", type=Path, help="response cache folder (default: <out folder>/paraphrase_cache)")
+    paraphrase.add_argument("--temperature", type=float, default=0.9, help="sampling temperature (default: 0.9)")
+    paraphrase.add_argument("--workers", type=int, default=4, help="requests in flight (default: 4)")
+    paraphrase.add_argument("--max-attempts", type=int, default=3,
+                            help="requests per text before accepting fewer rewrites (default: 3)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen action; user mistakes and malformed data become one-line errors."""
+    from homiebot.cli import UsageError
+    from homiebot_planner.training.paraphrase import ParaphraseError
+    from homiebot_planner.training.trajectory import TrajectoryError
+
+    try:
+        if args.data_action == "build":
+            return _build(args)
+        return _paraphrase(args)
+    except (ValueError, TrajectoryError, ParaphraseError) as error:
+        raise UsageError(str(error)) from error
+
+
+def _build(args: argparse.Namespace) -> int:
+    from homiebot_planner.training.build import BuildConfig, build_datasets
+
+    config = BuildConfig(data_dir=args.data, out_dir=args.out, split=args.split, paraphrases=args.paraphrases,
+                         images=args.images, hf_datasets=args.hf_datasets)
+    counts = build_datasets(config)
+    for line in counts.summary_lines():
+        print(line)
+    print(f"wrote {args.out / f'sft_{args.split}.json'}, {args.out / f'dpo_{args.split}.json'}"
+          + (f" and {args.out / 'hf'}/" if args.hf_datasets else ""))
+    return 0
+
+
+def _paraphrase(args: argparse.Namespace) -> int:
+    from homiebot_planner.training.paraphrase import ParaphraseConfig, paraphrase_split
+
+    config = ParaphraseConfig(base_url=args.base_url, model=args.model, rewrites=args.rewrites,
+                              cache_dir=args.cache or args.out.parent / "paraphrase_cache",
+                              api_key_env=args.api_key_env, temperature=args.temperature, workers=args.workers,
+                              max_attempts=args.max_attempts)
+    report = paraphrase_split(args.data, args.split, args.out, config)
+    for line in report.summary_lines():
+        print(line)
+    print(f"wrote {args.out}")
+    return 0

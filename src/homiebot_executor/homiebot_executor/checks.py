@@ -1,0 +1,240 @@
+"""The benchmark's checks before execution (F1, F2, L1-L4, D1, D2), in order, with the exact feedback strings.
+
+`check_subtask` runs on a `SceneSnapshot` and returns the first failing check (or a pass with the resolved target).
+Order (spec, section 3): F1 action or model not in the lists; F2 target unknown (alias table or scene); L1 hand full
+for Pick/Open/Close; L2 hand empty for Put; L3 Put into a closed container; L4 Open/Close of something that is not
+articulated; D1 target farther than 2 m; D2 target closer than 0.1 m (D1 and D2 skip Go to). The released code ran
+the logical checks before the name lookup (F1, L1-L4, F2, D1, D2); `CheckConfig(order="release")` reproduces that.
+
+The target checked is the last argument as written: the place of a Put (`[Put, apple, fridge]` checks "fridge"),
+the target otherwise, as the release does. The hand is the simulator's, not the planner's inventory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from emmoe_eval.names import normalize
+from emmoe_eval.protocol import ACTIONS, MODELS, feedback_for
+
+from homiebot_executor.naming import NameResolver, ResolvedTarget
+from homiebot_executor.scene import SceneSnapshot
+
+SPEC_ORDER: tuple[str, ...] = ("F1", "F2", "L1", "L2", "L3", "L4", "D1", "D2")
+RELEASE_ORDER: tuple[str, ...] = ("F1", "L1", "L2", "L3", "L4", "F2", "D1", "D2")
+# Actions the hand must be empty for (L1) and full for (L2).
+NEEDS_EMPTY_HAND = ("pick", "open", "close")
+NEEDS_HELD_OBJECT = ("put",)
+# Canonical entries whose receptacle space is inside the door (Put needs the door open); drawers always are.
+DEFAULT_ENCLOSED = ("fridge", "frl_apartment_refrigerator")
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """Settings of the checks.
+
+    Attributes:
+        far_threshold: D1 fires above this planar distance (metres; 2 in the benchmark).
+        near_threshold: D2 fires below this planar distance (metres; 0.1 in the benchmark).
+        order: "spec" (the paper's table order) or "release" (the released code's order).
+        enclosed_canonicals: canonical entries whose door must be open to put something in (L3).
+    """
+
+    far_threshold: float = 2.0
+    near_threshold: float = 0.1
+    order: str = "spec"
+    enclosed_canonicals: tuple[str, ...] = DEFAULT_ENCLOSED
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.near_threshold < self.far_threshold:
+            raise ValueError(f"CheckConfig: need 0 <= near_threshold < far_threshold, got {self.near_threshold} "
+                             f"and {self.far_threshold}")
+        if self.order not in ("spec", "release"):
+            raise ValueError(f"CheckConfig.order: expected 'spec' or 'release', got {self.order!r}")
+
+    @property
+    def sequence(self) -> tuple[str, ...]:
+        """The check codes in the order they run."""
+        return SPEC_ORDER if self.order == "spec" else RELEASE_ORDER
+
+
+@dataclass(frozen=True)
+class SubtaskRequest:
+    """One subtask as the planner wrote it.
+
+    Attributes:
+        action: the verb as written ("Go to", "pick", ...).
+        target: the object or place.
+        place: Put's receptacle ("" otherwise).
+        model: the low-level model chosen ("NoMaD", ...; "" or "None" for End).
+    """
+
+    action: str
+    target: str = ""
+    place: str = ""
+    model: str = ""
+
+    @property
+    def verb(self) -> str:
+        """Lower-cased action with single spaces ("go to")."""
+        return " ".join(self.action.lower().split())
+
+    @property
+    def canonical_action(self) -> str | None:
+        """The action as it appears in ACTIONS ("Go to"), or None when it is not in the list."""
+        return next((action for action in ACTIONS if action.lower() == self.verb), None)
+
+    @property
+    def checked_target(self) -> str:
+        """The name the checks look up: Put's place (its last argument as written), the target otherwise."""
+        if self.verb == "put":
+            return (self.place or self.target).strip()
+        return self.target.strip()
+
+    @property
+    def canonical_model(self) -> str | None:
+        """The model as it appears in MODELS ("RT-1-X"), or None."""
+        key = normalize(self.model)
+        return next((model for model in MODELS if normalize(model) == key), None)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """Result of the checks.
+
+    Attributes:
+        error_type: "" when every check passed, else "F1".."D2".
+        feedback: the exact feedback string ("" when passed).
+        detail: human-readable explanation for logs.
+        target: the resolved target (None when unresolved, or for End).
+    """
+
+    error_type: str = ""
+    feedback: str = ""
+    detail: str = ""
+    target: ResolvedTarget | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Whether every check passed."""
+        return not self.error_type
+
+
+@dataclass
+class _Context:
+    request: SubtaskRequest
+    snapshot: SceneSnapshot
+    resolver: NameResolver
+    config: CheckConfig
+    resolved: ResolvedTarget | None = None
+    looked_up: bool = False
+    detail: str = field(default="")
+
+    def target(self) -> ResolvedTarget | None:
+        if not self.looked_up:
+            self.resolved = self.resolver.resolve(self.request.checked_target, self.snapshot, self.request.verb)
+            self.looked_up = True
+        return self.resolved
+
+
+def _f1(ctx: _Context) -> bool:
+    if ctx.request.canonical_action is None:
+        ctx.detail = f"action {ctx.request.action!r} is not one of {', '.join(ACTIONS)}"
+        return True
+    if ctx.request.canonical_model is None:
+        ctx.detail = f"model {ctx.request.model!r} is not one of {', '.join(MODELS)}"
+        return True
+    return False
+
+
+def _f2(ctx: _Context) -> bool:
+    name = ctx.request.checked_target
+    if not name:
+        ctx.detail = f"{ctx.request.action} needs a target"
+        return True
+    if ctx.target() is None:
+        known = "the alias table knows it but nothing in the scene matches" if ctx.resolver.knows(name) \
+            else "the alias table does not know it and no instance has that name"
+        ctx.detail = f"{name!r}: {known}"
+        return True
+    return False
+
+
+def _l1(ctx: _Context) -> bool:
+    if ctx.request.verb in NEEDS_EMPTY_HAND and not ctx.snapshot.hand_empty:
+        ctx.detail = f"the gripper holds {ctx.snapshot.held_object}"
+        return True
+    return False
+
+
+def _l2(ctx: _Context) -> bool:
+    if ctx.request.verb in NEEDS_HELD_OBJECT and ctx.snapshot.hand_empty:
+        ctx.detail = "the gripper is empty"
+        return True
+    return False
+
+
+def _l3(ctx: _Context) -> bool:
+    if ctx.request.verb != "put":
+        return False
+    target = ctx.target()
+    part = target.container if target is not None else None
+    if part is None or part.is_open:
+        return False
+    if part.is_drawer or target.instance.canonical in ctx.config.enclosed_canonicals:
+        ctx.detail = f"{part.name} is at {part.position:.3f} (open from {part.open_threshold:g})"
+        return True
+    return False
+
+
+def _l4(ctx: _Context) -> bool:
+    if ctx.request.verb not in ("open", "close"):
+        return False
+    target = ctx.target()
+    if target is not None and target.container is None:
+        ctx.detail = f"{target.instance.name} has no door or drawer"
+        return True
+    return False
+
+
+def _distance_check(ctx: _Context, far: bool) -> bool:
+    if ctx.request.verb in ("go to", "end"):
+        return False
+    target = ctx.target()
+    if target is None:
+        return False
+    distance = target.distance
+    if far and distance > ctx.config.far_threshold:
+        ctx.detail = f"{target.name} is {distance:.2f} m away (limit {ctx.config.far_threshold:g} m)"
+        return True
+    if not far and distance < ctx.config.near_threshold:
+        ctx.detail = f"{target.name} is {distance:.3f} m away (minimum {ctx.config.near_threshold:g} m)"
+        return True
+    return False
+
+
+_CHECKS: dict[str, Callable[[_Context], bool]] = {
+    "F1": _f1, "F2": _f2, "L1": _l1, "L2": _l2, "L3": _l3, "L4": _l4,
+    "D1": lambda ctx: _distance_check(ctx, far=True), "D2": lambda ctx: _distance_check(ctx, far=False),
+}
+
+
+def check_subtask(request: SubtaskRequest, snapshot: SceneSnapshot, resolver: NameResolver | None = None,
+                  config: CheckConfig | None = None) -> CheckOutcome:
+    """Run the checks in order and return the first failure, or a pass with the resolved target.
+
+    End passes without checks (its model may be empty or "None"); End always succeeds.
+    """
+    ctx = _Context(request, snapshot, resolver or NameResolver(), config or CheckConfig())
+    if request.verb == "end":
+        return CheckOutcome()
+    for code in ctx.config.sequence:
+        if _CHECKS[code](ctx):
+            return CheckOutcome(code, _feedback(code, request), ctx.detail, ctx.resolved)
+    return CheckOutcome(target=ctx.target())
+
+
+def _feedback(code: str, request: SubtaskRequest) -> str:
+    return feedback_for(code, request.action, request.checked_target)
+

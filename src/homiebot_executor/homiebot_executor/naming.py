@@ -1,0 +1,126 @@
+"""Target resolution: from a name as the planner wrote it to one instance of the scene.
+
+Rules (the benchmark's name mapping, section 3 of the spec):
+- a name refers to every instance whose canonical entry it can mean in the alias table (`AliasTable.matches`), and
+  to the instance that carries exactly that name ("apple_0", after normalising case, `_` and spaces);
+- when several instances match, the one nearest the robot is used;
+- a name containing the word "drawer" refers to the drawers of the matching furniture (the alias table maps
+  "drawer" to the kitchen counter, so the release looked for the word itself; so do we), and for Open the nearest
+  closed drawer is preferred, for Close and Put the nearest open one;
+- for Open and Close a name refers to the articulated parts of the matching furniture ("fridge" -> its door).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emmoe_eval.names import AliasTable, default_alias_table, normalize
+
+from homiebot_executor.scene import ContainerInfo, ObjectInfo, SceneSnapshot
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """The instance a written name resolves to.
+
+    Attributes:
+        written: the name as the planner wrote it.
+        instance: the object, furniture or room chosen (the drawer's furniture for a drawer).
+        container: the articulated part meant (a fridge door, a drawer), or None.
+        distance: planar distance from the robot to `instance`, metres.
+    """
+
+    written: str
+    instance: ObjectInfo
+    container: ContainerInfo | None = None
+
+    @property
+    def distance(self) -> float:
+        """Planar distance from the robot (the part's own distance when the simulator reports one)."""
+        if self.container is not None and self.container.distance < float("inf"):
+            return self.container.distance
+        return self.instance.distance
+
+    @property
+    def name(self) -> str:
+        """Instance name to hand to a skill: the part for a drawer, the instance otherwise."""
+        if self.container is not None and self.container.is_drawer:
+            return self.container.name
+        return self.instance.name
+
+    @property
+    def is_object(self) -> bool:
+        """Whether the target is a graspable object (a PixNav-style goal) rather than a place."""
+        return self.instance.kind == "object"
+
+
+def names_drawer(written: str) -> bool:
+    """Whether the written name asks for a drawer ("drawer", "kitchen drawer", ...)."""
+    return "drawer" in normalize(written).split()
+
+
+class NameResolver:
+    """Resolves written names against a scene snapshot through the alias table."""
+
+    def __init__(self, aliases: AliasTable | None = None) -> None:
+        """Use `aliases`, or the table shipped with emmoe_eval."""
+        self.aliases = aliases if aliases is not None else default_alias_table()
+
+    def matching_instances(self, written: str, snapshot: SceneSnapshot) -> list[ObjectInfo]:
+        """Every object, piece of furniture or room `written` can refer to, nearest first."""
+        key = normalize(written)
+        if not key:
+            return []
+        found = [item for item in snapshot.objects
+                 if normalize(item.name) == key or self.aliases.matches(written, item.canonical)]
+        return sorted(found, key=lambda item: (item.distance, item.name))
+
+    def knows(self, written: str) -> bool:
+        """Whether the alias table knows the name at all."""
+        return self.aliases.knows(written)
+
+    def resolve(self, written: str, snapshot: SceneSnapshot, action: str = "") -> ResolvedTarget | None:
+        """The instance `written` refers to for `action` ("go to", "pick", "put", "open", "close"), or None.
+
+        Drawers and doors are attached as `container` when the action concerns them (see the module docstring).
+        """
+        candidates = self.matching_instances(written, snapshot)
+        parts = self._matching_parts(written, snapshot)
+        verb = action.lower()
+        if names_drawer(written):
+            drawers = [part for part in parts if part.is_drawer]
+            if drawers:
+                chosen = self._pick_part(drawers, verb)
+                owner = snapshot.object(chosen.owner) or (candidates[0] if candidates else None)
+                if owner is not None:
+                    return ResolvedTarget(written, owner, chosen)
+        if not candidates:
+            return None
+        if verb in ("open", "close"):
+            for candidate in candidates:
+                own = [part for part in snapshot.containers_of(candidate.name) if not part.is_drawer]
+                if own:
+                    return ResolvedTarget(written, candidate, self._pick_part(own, verb))
+            return ResolvedTarget(written, candidates[0])
+        chosen = candidates[0]
+        doors = [part for part in snapshot.containers_of(chosen.name) if not part.is_drawer]
+        return ResolvedTarget(written, chosen, doors[0] if doors else None)
+
+    def _matching_parts(self, written: str, snapshot: SceneSnapshot) -> list[ContainerInfo]:
+        key = normalize(written)
+        owners = {item.name for item in self.matching_instances(written, snapshot)}
+        found = [part for part in snapshot.containers
+                 if normalize(part.name) == key or part.owner in owners
+                 or self.aliases.matches(written, part.canonical)]
+        return sorted(found, key=lambda part: (part.distance, part.name))
+
+    @staticmethod
+    def _pick_part(parts: list[ContainerInfo], verb: str) -> ContainerInfo:
+        """Nearest part, preferring a closed one to open and an open one to close or put into."""
+        if verb == "open":
+            preferred = [part for part in parts if not part.is_open]
+        elif verb in ("close", "put"):
+            preferred = [part for part in parts if part.is_open]
+        else:
+            preferred = []
+        return (preferred or parts)[0]

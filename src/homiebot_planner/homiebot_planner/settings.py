@@ -1,0 +1,203 @@
+"""The planner node's parameters and how they become typed configs (no ROS here, so it is unit-tested directly).
+
+Every ROS parameter of the node is listed in `PARAMETER_DEFAULTS` with its default; `build_settings` turns a
+mapping of values into the node config, the planner-loop config and the config of the chosen backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from homiebot_planner.backends import (
+    BACKEND_KINDS,
+    BackendConfig,
+    ExpertConfig,
+    HFConfig,
+    MockConfig,
+    OpenAIConfig,
+    SmolLM2Config,
+)
+from homiebot_planner.planner import PlannerConfig
+
+TRI_STATE = ("auto", "true", "false")
+
+PARAMETER_DEFAULTS: dict[str, Any] = {
+    # Which backend plans: mock, expert, openai, hf or smollm2 (the embedded default).
+    "backend": "smollm2",
+    # The planning loop (EMMOE defaults).
+    "max_steps": 20,
+    "max_samples": 5,
+    "history_window": 3,
+    "request_variant": "live",
+    "in_context_example": "auto",
+    "temperature": 0.2,
+    "max_new_tokens": 256,
+    "require_valid": False,
+    "release_image_order": False,
+    "hand_rules": True,
+    # Constrained decoding for local backends: auto = on for smollm2, off for hf.
+    "constrained_decoding": "auto",
+    "analysis_max_tokens": 48,
+    # The ROS side of a run.
+    "executor_timeout_s": 300.0,
+    "observation_timeout_s": 30.0,
+    "reset_timeout_s": 120.0,
+    "server_wait_s": 10.0,
+    "data_dir": "",
+    "tasks_file": "",
+    "reset_simulator": True,
+    "conversation_dir": "",
+    "record_views": True,
+    # mock
+    "mock_outputs": [""],
+    "mock_file": "",
+    "mock_observation_mode": "images",
+    # expert
+    "expert_source": "keypath",
+    "expert_plan": [""],
+    # openai
+    "openai_model": "gpt-4o",
+    "openai_base_url": "https://api.openai.com/v1",
+    "openai_api_key_env": "OPENAI_API_KEY",
+    "openai_timeout_s": 60.0,
+    "openai_max_retries": 3,
+    "openai_backoff_s": 1.0,
+    "openai_send_images": True,
+    # hf
+    "hf_model_path": "",
+    "hf_base_model_path": "",
+    "hf_load_in_4bit": False,
+    "hf_device": "cpu",
+    "hf_dtype": "auto",
+    "hf_observation_mode": "auto",
+    "hf_trust_remote_code": False,
+    # smollm2
+    "smollm2_cache_dir": "",
+    "num_threads": 0,
+}
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Settings of the planner node itself.
+
+    Attributes:
+        max_steps: default planner step limit of a run (a goal's max_steps overrides it when > 0).
+        executor_timeout_s: how long to wait for /subtask's result before the step is recorded failed.
+        observation_timeout_s: how long to wait for /sim/get_observation.
+        reset_timeout_s: how long to wait for /sim/reset_episode.
+        server_wait_s: how long to wait for a service or action server to appear.
+        data_dir: EMMOE data folder (train/ and test/ with info.txt, keypath.json, scene.json) or "".
+        tasks_file: task list `id<TAB>instruction` or "".
+        reset_simulator: reset the simulator with the task's scene.json at the start of a run when it exists.
+        conversation_dir: write `<dir>/<episode>/<run>/conversation.json` after every run ("" = do not write).
+        record_views: put the four views in each StepRecord.
+    """
+
+    max_steps: int = 20
+    executor_timeout_s: float = 300.0
+    observation_timeout_s: float = 30.0
+    reset_timeout_s: float = 120.0
+    server_wait_s: float = 10.0
+    data_dir: str = ""
+    tasks_file: str = ""
+    reset_simulator: bool = True
+    conversation_dir: str = ""
+    record_views: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
+        for name in ("executor_timeout_s", "observation_timeout_s", "reset_timeout_s", "server_wait_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the node is configured with."""
+
+    node: NodeConfig
+    planner: PlannerConfig
+    backend: BackendConfig
+    in_context_example: str
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """A string-array parameter without the placeholder empty entries ROS needs to type an empty array."""
+    return tuple(item for item in (value or ()) if isinstance(item, str) and item.strip())
+
+
+def _tri_state(name: str, value: Any) -> str:
+    text = str(value).lower()
+    if text not in TRI_STATE:
+        raise ValueError(f"{name} must be one of {', '.join(TRI_STATE)}, not {value!r}")
+    return text
+
+
+def backend_config(values: Mapping[str, Any]) -> BackendConfig:
+    """The config of the backend named by `values["backend"]`.
+
+    Raises:
+        ValueError: naming the parameter to fix.
+    """
+    kind = values["backend"]
+    constrained = _tri_state("constrained_decoding", values["constrained_decoding"])
+    if kind == "mock":
+        if values["mock_file"]:
+            return MockConfig.from_file(values["mock_file"], observation_mode=values["mock_observation_mode"])
+        return MockConfig(outputs=_strings(values["mock_outputs"]), observation_mode=values["mock_observation_mode"])
+    if kind == "expert":
+        return ExpertConfig(source=values["expert_source"], plan=_strings(values["expert_plan"]),
+                            data_dir=values["data_dir"])
+    if kind == "openai":
+        return OpenAIConfig(model=values["openai_model"], base_url=values["openai_base_url"],
+                            api_key_env=values["openai_api_key_env"], timeout_s=float(values["openai_timeout_s"]),
+                            max_retries=int(values["openai_max_retries"]), backoff_s=float(values["openai_backoff_s"]),
+                            send_images=bool(values["openai_send_images"]))
+    if kind == "hf":
+        return HFConfig(model_path=values["hf_model_path"], base_model_path=values["hf_base_model_path"],
+                        load_in_4bit=bool(values["hf_load_in_4bit"]), device=values["hf_device"],
+                        dtype=values["hf_dtype"], constrained=constrained == "true",
+                        analysis_max_tokens=int(values["analysis_max_tokens"]),
+                        observation_mode=values["hf_observation_mode"],
+                        trust_remote_code=bool(values["hf_trust_remote_code"]))
+    if kind == "smollm2":
+        return SmolLM2Config(cache_dir=values["smollm2_cache_dir"], constrained=constrained != "false",
+                             analysis_max_tokens=int(values["analysis_max_tokens"]),
+                             num_threads=int(values["num_threads"]))
+    raise ValueError(f"backend must be one of {', '.join(BACKEND_KINDS)}, not {kind!r}")
+
+
+def build_settings(values: Mapping[str, Any]) -> Settings:
+    """Typed configs from parameter values (missing names take their defaults).
+
+    Raises:
+        ValueError: naming the parameter to fix.
+    """
+    unknown = sorted(set(values) - set(PARAMETER_DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown planner parameter(s): {', '.join(unknown)}")
+    merged = {**PARAMETER_DEFAULTS, **values}
+    node = NodeConfig(
+        max_steps=int(merged["max_steps"]), executor_timeout_s=float(merged["executor_timeout_s"]),
+        observation_timeout_s=float(merged["observation_timeout_s"]), reset_timeout_s=float(merged["reset_timeout_s"]),
+        server_wait_s=float(merged["server_wait_s"]), data_dir=merged["data_dir"], tasks_file=merged["tasks_file"],
+        reset_simulator=bool(merged["reset_simulator"]), conversation_dir=merged["conversation_dir"],
+        record_views=bool(merged["record_views"]),
+    )
+    planner = PlannerConfig(
+        max_samples=int(merged["max_samples"]), history_window=int(merged["history_window"]),
+        request_variant=merged["request_variant"], temperature=float(merged["temperature"]),
+        max_new_tokens=int(merged["max_new_tokens"]), require_valid=bool(merged["require_valid"]),
+        release_image_order=bool(merged["release_image_order"]), hand_rules=bool(merged["hand_rules"]),
+    )
+    return Settings(node=node, planner=planner, backend=backend_config(merged),
+                    in_context_example=_tri_state("in_context_example", merged["in_context_example"]))
+
+
+def resolve_in_context_example(setting: str, backend_default: bool) -> bool:
+    """"auto" follows the backend's default; "true"/"false" force it."""
+    return backend_default if setting == "auto" else setting == "true"

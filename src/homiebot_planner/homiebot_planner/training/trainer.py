@@ -1,0 +1,399 @@
+"""`homiebot train sft|dpo`: LoRA training of a planner with trl, from the datasets `homiebot data build` writes.
+
+Models: any local causal LM (AutoModelForCausalLM + its tokenizer) or vision-language model whose config has a
+`vision_config` (AutoModelForImageTextToText + its processor: LLaVA family, Qwen2-VL, ...). Every sample is the
+planner's chat: an optional system turn (`TrainConfig.system_prompt`), the user turn (the SFT human turn), the
+assistant answer. SFT trains on the answer tokens only (trl's prompt-completion form); VLMs get the four
+observations before the user text. DPO rows are text only, as released, and the reference model is the tuned
+model with its adapter switched off (trl's `ref_model=None` with a peft config).
+
+Device handling: without a GPU (or with `device="cpu"`) training runs on the CPU in float32 without gradient
+checkpointing; with one it uses bfloat16 when supported (float16 otherwise) and gradient checkpointing. Launch
+under `accelerate launch` for several GPUs: the global batch is split over the processes.
+
+Checkpoint layout (`output_dir`):
+* `save="merged"` (default): the merged model and its tokenizer/processor at the root (loads with
+  `from_pretrained(output_dir)`, no peft needed), the LoRA adapter in `adapter/`;
+* `save="adapter"`: the adapter and tokenizer/processor at the root (transformers + peft load it, finding the base
+  model through `base_model_name_or_path`, which is the absolute path of `TrainConfig.model`);
+* both: `README.md` (model card: data counts, settings, losses) and `training_summary.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from homiebot_planner.training.card import write_model_card
+from homiebot_planner.training.config import TrainConfig, TrainingSetupError
+
+if TYPE_CHECKING:
+    import datasets
+    import torch
+
+# Module-path components that belong to the vision side (or the output head): LoRA leaves them alone.
+NON_LANGUAGE_COMPONENTS: tuple[str, ...] = ("vision_tower", "vision_model", "visual", "multi_modal_projector",
+                                            "mm_projector", "image_newline", "lm_head")
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced.
+
+    Attributes:
+        output_dir: the checkpoint folder.
+        model_kind: `text` or `vlm`.
+        rows: training samples (SFT) or preference rows (DPO).
+        steps: optimiser steps taken.
+        losses: (step, training loss) as logged.
+        runtime_s: wall time of the training loop.
+        summary: everything written to training_summary.json.
+    """
+
+    output_dir: Path
+    model_kind: str
+    rows: int
+    steps: int
+    losses: list[tuple[int, float]]
+    runtime_s: float
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def dataset_path(config: TrainConfig) -> Path:
+    """The saved dataset a run reads: `data/hf/<stage>_<split>`, or `data` itself when it is a saved dataset.
+
+    Raises:
+        TrainingSetupError: when neither exists.
+    """
+    built = Path(config.data) / "hf" / f"{config.stage}_{config.split}"
+    for candidate in (built, Path(config.data)):
+        if (candidate / "dataset_info.json").is_file() or (candidate / "state.json").is_file():
+            return candidate
+    raise TrainingSetupError(f"--data {config.data}: no {built.relative_to(config.data)} dataset inside (run `homiebot data "
+                     f"build --split {config.split}` into that folder, or pass a saved dataset folder)")
+
+
+def model_kind(model_dir: Path) -> str:
+    """`vlm` when the model's config has a vision part, else `text`.
+
+    Raises:
+        TrainingSetupError: when the folder holds no loadable config (or only a LoRA adapter).
+    """
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        if (model_dir / "adapter_config.json").is_file():
+            raise TrainingSetupError(f"--model {model_dir}: this is a LoRA adapter only; train the previous stage with "
+                             "--save merged (the default) and pass that checkpoint")
+        raise TrainingSetupError(f"--model {model_dir}: no config.json (give a local transformers model folder)")
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_dir)
+    return "vlm" if getattr(config, "vision_config", None) is not None else "text"
+
+
+def planner_system_prompt(model_dir: Path, images: bool = True) -> str:
+    """The system prompt the planner sends to this model: the four-image variant for a VLM trained on images,
+    the visible-object-names variant otherwise (the training data itself carries no object names)."""
+    from homiebot_planner.prompts import system_prompt
+
+    return system_prompt("images" if images and model_kind(model_dir) == "vlm" else "text")
+
+
+def lora_target_pattern(model: torch.nn.Module) -> str:
+    """A peft `target_modules` regex matching every linear layer of the language model (none of the vision side).
+
+    Raises:
+        TrainingSetupError: when the model has no such layer.
+    """
+    import torch
+
+    suffixes = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                       if isinstance(module, torch.nn.Linear)
+                       and not set(name.split(".")) & set(NON_LANGUAGE_COMPONENTS)})
+    if not suffixes:
+        raise TrainingSetupError("the model has no linear layers outside its vision part: nothing for LoRA to adapt")
+    excluded = "|".join(NON_LANGUAGE_COMPONENTS)
+    return rf"^(?!.*\b(?:{excluded})\b).*\.(?:{'|'.join(map(re.escape, suffixes))})$"
+
+
+def run_training(config: TrainConfig) -> TrainResult:
+    """Train one stage and write the checkpoint described in the module docstring.
+
+    Raises:
+        TrainingSetupError: a setting that does not fit the model, the data or the machine (the message says which).
+    """
+    import torch
+    from accelerate import PartialState
+
+    on_gpu = config.device != "cpu" and torch.cuda.is_available()
+    if config.device == "cuda" and not on_gpu:
+        raise TrainingSetupError("--device cuda: no CUDA device is visible on this machine")
+    state = PartialState(cpu=not on_gpu)
+    per_device, accumulation = config.batch_layout(state.num_processes)
+    kind = model_kind(config.model)
+    data_dir = dataset_path(config)
+    model, processing_class, precision = _load_model(config, kind, on_gpu, state.local_process_index)
+    dataset, data_counts = _prepare_dataset(config, data_dir, kind)
+    _check_length(config, dataset, processing_class, kind)
+
+    settings = _trainer_settings(config, on_gpu, per_device, accumulation, precision)
+    peft_config = _lora_config(config, model)
+    trainer = _make_trainer(config, model, processing_class, dataset, settings, peft_config)
+    started = time.perf_counter()
+    trainer.train()
+    runtime = time.perf_counter() - started
+    losses = [(int(entry["step"]), float(entry["loss"])) for entry in trainer.state.log_history if "loss" in entry]
+
+    summary = {
+        "stage": config.stage, "base_model": str(Path(config.model).resolve()), "model_kind": kind,
+        "data": str(data_dir.resolve()), "data_counts": data_counts, "rows": len(dataset),
+        "steps": trainer.state.global_step, "runtime_s": round(runtime, 3), "losses": losses,
+        "device": "cuda" if on_gpu else "cpu", "processes": state.num_processes, "precision": precision,
+        "per_device_batch_size": per_device, "gradient_accumulation_steps": accumulation,
+        "gradient_checkpointing": settings["gradient_checkpointing"],
+        "lora_target_modules": peft_config.target_modules,
+        "settings": {key: (str(value) if isinstance(value, Path) else value) for key, value in asdict(config).items()},
+    }
+    trainer.accelerator.wait_for_everyone()
+    if trainer.is_world_process_zero():
+        _save_checkpoint(config, trainer, processing_class, kind, on_gpu)
+        output_dir = Path(config.output_dir)
+        (output_dir / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        write_model_card(output_dir / "README.md", summary)
+    trainer.accelerator.wait_for_everyone()
+    return TrainResult(output_dir=Path(config.output_dir), model_kind=kind, rows=len(dataset),
+                       steps=trainer.state.global_step, losses=losses, runtime_s=runtime, summary=summary)
+
+
+def _load_model(config: TrainConfig, kind: str, on_gpu: bool, device_index: int) -> tuple[Any, Any, str]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, BitsAndBytesConfig
+
+    model_dir = Path(config.model).resolve()
+    if on_gpu:
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    else:
+        dtype = torch.float32
+    precision = str(dtype).removeprefix("torch.")
+    load: dict[str, Any] = {"dtype": dtype}
+    if config.load_in_4bit:
+        load["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=dtype, llm_int8_skip_modules=list(NON_LANGUAGE_COMPONENTS))
+        load["device_map"] = {"": device_index if on_gpu else "cpu"}
+        precision = f"4-bit NF4 base, {precision} compute"
+    model_class = AutoModelForImageTextToText if kind == "vlm" else AutoModelForCausalLM
+    model = model_class.from_pretrained(model_dir, **load)
+    if kind == "vlm":
+        processing_class = load_processor(model_dir)
+        tokenizer = processing_class.tokenizer
+    else:
+        processing_class = tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if not getattr(processing_class, "chat_template", None):
+        raise TrainingSetupError(f"--model {config.model}: its tokenizer/processor has no chat template; add one "
+                         "(chat_template.jinja) so training and the planner render turns the same way")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if config.load_in_4bit:
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=_checkpointing(config, on_gpu))
+    return model, processing_class, precision
+
+
+def load_processor(model_dir: Path) -> Any:
+    """The model's processor; when its video processor needs the missing torchvision, one built without it.
+
+    Qwen2-VL-style processors include a video processor that imports torchvision. Planner samples hold still
+    images only, so the processor is rebuilt from its image processor and tokenizer with no video part (a
+    checkpoint saved that way has no video processor config, which the same fallback handles).
+    """
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(model_dir)
+    except (ImportError, ValueError, OSError) as error:
+        message = str(error).lower()
+        if "torchvision" not in message and "video processor" not in message:
+            raise
+        return _processor_without_video(Path(model_dir))
+
+
+def _processor_without_video(model_dir: Path) -> Any:
+    import transformers
+    from transformers import AutoImageProcessor, AutoTokenizer
+
+    config_file = model_dir / "processor_config.json"
+    declared = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
+    class_name = declared.get("processor_class")
+    if class_name is None:
+        tokenizer_config = json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+        class_name = tokenizer_config.get("processor_class")
+    processor_class = getattr(transformers, str(class_name), None)
+    if processor_class is None:
+        raise TrainingSetupError(f"{model_dir}: cannot tell its processor class; install torchvision to load it")
+    processor_class = without_video_processor(processor_class)
+    template_file = model_dir / "chat_template.jinja"
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    chat_template = template_file.read_text(encoding="utf-8") if template_file.is_file() else tokenizer.chat_template
+    extra = {key: value for key, value in declared.items() if key not in ("processor_class", "chat_template")
+             and not key.endswith("_processor")}
+    return processor_class(image_processor=AutoImageProcessor.from_pretrained(model_dir), tokenizer=tokenizer,
+                           chat_template=chat_template, **extra)
+
+
+def without_video_processor(processor_class: type) -> type:
+    """A subclass of `processor_class` that has no video processor (so it needs no torchvision).
+
+    transformers builds, checks and saves a processor from the modality arguments of its `__init__`, passed
+    positionally in signature order; dropping a trailing `video_processor` keeps that order intact.
+
+    Raises:
+        TrainingSetupError: when the video processor is not the last modality argument of `processor_class`.
+    """
+    attributes = list(processor_class.get_attributes())  # type: ignore[attr-defined]
+    if "video_processor" in attributes and attributes[-1] != "video_processor":
+        raise TrainingSetupError(f"{processor_class.__name__} cannot be built without its video processor here; "
+                                 "install torchvision")
+
+    class ProcessorWithoutVideo(processor_class):  # type: ignore[misc, valid-type]
+        @classmethod
+        def get_attributes(cls) -> list[str]:
+            return [name for name in attributes if name != "video_processor"]
+
+    ProcessorWithoutVideo.__name__ = ProcessorWithoutVideo.__qualname__ = processor_class.__name__
+    return ProcessorWithoutVideo
+
+
+def _prepare_dataset(config: TrainConfig, data_dir: Path, kind: str) -> tuple[datasets.Dataset, dict[str, Any]]:
+    import datasets
+
+    dataset = datasets.load_from_disk(str(data_dir))
+    system = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []
+    counts: dict[str, Any] = {"rows": len(dataset)}
+    built_counts = Path(config.data) / f"counts_{config.split}.json"
+    if built_counts.is_file():
+        counts["build"] = json.loads(built_counts.read_text(encoding="utf-8"))
+    if config.stage == "sft":
+        if "messages" not in dataset.column_names:
+            raise TrainingSetupError(f"{data_dir}: not an SFT dataset (no 'messages' column)")
+        with_images = kind == "vlm" and config.images and "images" in dataset.column_names
+        counts["images"] = with_images
+
+        def to_prompt_completion(row: dict[str, Any]) -> dict[str, Any]:
+            user, answer = row["messages"][0], row["messages"][-1]
+            return {"prompt": system + [user], "completion": [answer]}
+
+        keep = ["images"] if with_images else []
+        dataset = dataset.map(to_prompt_completion,
+                              remove_columns=[name for name in dataset.column_names if name not in keep])
+    else:
+        if not {"prompt", "chosen", "rejected"} <= set(dataset.column_names):
+            raise TrainingSetupError(f"{data_dir}: not a DPO dataset (needs prompt, chosen and rejected columns)")
+        if "kind" in dataset.column_names:
+            kinds = dataset["kind"]
+            counts["kinds"] = {name: kinds.count(name) for name in sorted(set(kinds))}
+        dataset = dataset.map(lambda row: {"prompt": system + row["prompt"]},
+                              remove_columns=[name for name in dataset.column_names
+                                              if name not in ("prompt", "chosen", "rejected")])
+    if len(dataset) == 0:
+        raise TrainingSetupError(f"{data_dir}: the dataset is empty")
+    return dataset, counts
+
+
+def _check_length(config: TrainConfig, dataset: datasets.Dataset, processing_class: Any, kind: str) -> None:
+    """Fail early, with the numbers, when the longest sample exceeds max_length (images would be cut mid-way)."""
+    def text_size(row: dict[str, Any]) -> int:
+        return sum(len(message["content"]) for column in ("prompt", "completion", "chosen", "rejected")
+                   for message in row.get(column) or [])
+
+    longest = max(range(len(dataset)), key=lambda index: text_size(dataset[index]))
+    row = dataset[longest]
+    answer = row.get("completion") or row.get("chosen")
+    messages = row["prompt"] + answer
+    images = row.get("images") or []
+    if images:
+        messages = [{**message, "content": [{"type": "image"}] * len(images) + [{"type": "text", "text": message["content"]}]}
+                    if message["role"] == "user" else message for message in messages]
+    text = processing_class.apply_chat_template(messages, tokenize=False)
+    if kind == "vlm" and images:
+        tokens = processing_class(images=images, text=[text], return_tensors="pt")["input_ids"].shape[-1]
+    else:
+        tokenizer = getattr(processing_class, "tokenizer", processing_class)
+        tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    if tokens > config.max_length:
+        raise TrainingSetupError(f"the longest sample is {tokens} tokens{' (images included)' if images else ''}, more than "
+                         f"--max-length {config.max_length}; raise --max-length")
+
+
+def _checkpointing(config: TrainConfig, on_gpu: bool) -> bool:
+    return on_gpu if config.gradient_checkpointing is None else config.gradient_checkpointing
+
+
+def _trainer_settings(config: TrainConfig, on_gpu: bool, per_device: int, accumulation: int,
+                      precision: str) -> dict[str, Any]:
+    checkpointing = _checkpointing(config, on_gpu)
+    settings: dict[str, Any] = {
+        "output_dir": str(config.output_dir), "num_train_epochs": config.epochs, "max_steps": config.max_steps,
+        "per_device_train_batch_size": per_device, "gradient_accumulation_steps": accumulation,
+        "learning_rate": config.learning_rate, "lr_scheduler_type": config.lr_scheduler,
+        "warmup_steps": config.warmup_ratio, "weight_decay": config.weight_decay,
+        "max_grad_norm": config.max_grad_norm, "optim": config.optim, "seed": config.seed,
+        "logging_steps": config.logging_steps, "logging_first_step": True, "save_strategy": "no", "report_to": [],
+        "max_length": config.max_length, "use_cpu": not on_gpu, "bf16": on_gpu and "bfloat16" in precision,
+        "fp16": on_gpu and "float16" in precision and "bfloat16" not in precision,
+        "gradient_checkpointing": checkpointing, "dataloader_num_workers": 0,
+    }
+    if checkpointing:
+        settings["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    if config.stage == "dpo":
+        settings["beta"] = config.beta
+    return settings
+
+
+def _lora_config(config: TrainConfig, model: Any) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      target_modules=lora_target_pattern(model), bias="none", task_type="CAUSAL_LM")
+
+
+def _make_trainer(config: TrainConfig, model: Any, processing_class: Any, dataset: datasets.Dataset,
+                  settings: dict[str, Any], peft_config: Any) -> Any:
+    if config.stage == "sft":
+        from trl import SFTConfig, SFTTrainer
+
+        return SFTTrainer(model=model, args=SFTConfig(**settings), train_dataset=dataset,
+                          processing_class=processing_class, peft_config=peft_config)
+    from trl import DPOConfig, DPOTrainer
+
+    return DPOTrainer(model=model, ref_model=None, args=DPOConfig(**settings), train_dataset=dataset,
+                      processing_class=processing_class, peft_config=peft_config)
+
+
+def _save_checkpoint(config: TrainConfig, trainer: Any, processing_class: Any, kind: str, on_gpu: bool) -> None:
+    output_dir = Path(config.output_dir)
+    if config.save == "adapter":
+        trainer.model.save_pretrained(output_dir)
+        processing_class.save_pretrained(output_dir)
+        return
+    adapter_dir = output_dir / "adapter"
+    trainer.model.save_pretrained(adapter_dir)
+    if config.load_in_4bit:
+        # Merging into 4-bit weights loses precision: reload the base unquantised and merge the saved adapter.
+        import torch
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+        model_class = AutoModelForImageTextToText if kind == "vlm" else AutoModelForCausalLM
+        dtype = (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16) if on_gpu else torch.float32
+        base = model_class.from_pretrained(Path(config.model).resolve(), dtype=dtype)
+        merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
+    else:
+        merged = trainer.model.merge_and_unload()
+    merged.save_pretrained(output_dir)
+    processing_class.save_pretrained(output_dir)

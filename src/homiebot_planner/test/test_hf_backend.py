@@ -1,0 +1,113 @@
+"""The hf backend with tiny models built from config: text LM, chat template, LLaVA with four images, PEFT, 4-bit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from homiebot_planner.backends import BackendError, HFConfig
+from homiebot_planner.backends.hf import HFBackend, chat_prompt
+from homiebot_planner.planner import Observation, Planner, PlannerConfig
+from homiebot_planner.prompts import system_prompt
+
+VIEWS = ("front", "left", "back", "right")
+
+
+def _observation() -> Observation:
+    generator = np.random.default_rng(0)
+    return Observation(images={view: generator.integers(0, 255, (256, 256, 3), dtype=np.uint8) for view in VIEWS},
+                       visible={"front": ["013_apple"], "back": ["fridge"]})
+
+
+def _spy_generate(backend: HFBackend) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    original = backend.loaded.model.generate
+
+    def generate(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return original(**kwargs)
+
+    backend.loaded.model.generate = generate  # type: ignore[method-assign]
+    return calls
+
+
+def test_text_lm_without_template_gets_the_release_format(tiny_models: dict[str, Path]) -> None:
+    backend = HFBackend(HFConfig(model_path=str(tiny_models["lm"])))
+    assert backend.observation_mode == "text" and backend.name == "hf:lm" and backend.default_in_context_example
+    planner = Planner(backend, "put the apple in the fridge", PlannerConfig(max_new_tokens=8, max_samples=2))
+    observation = _observation()
+    prompt, templated = chat_prompt(backend.loaded, planner.messages(observation, planner.user_message(observation)))
+    assert not templated
+    assert prompt == (system_prompt("text") + "\n\nUSER:\nVisible objects:\nfront: apple\nleft: None\nback: fridge\n"
+                      "right: None\nTask: put the apple in the fridge\nInventory: None\nHistorical Execution: None\n"
+                      "Feedback: None\nNow based on the instruction above, please output Analysis, Subtask and Model "
+                      "in the mentioned format.ASSISTANT:\n")
+    calls = _spy_generate(backend)
+    decision = planner.decide(observation)
+    assert len(calls) == decision.samples and calls[0]["max_new_tokens"] == 8 and calls[0]["do_sample"]
+    assert "pixel_values" not in calls[0]
+
+
+def test_chat_template_is_used(tiny_models: dict[str, Path]) -> None:
+    backend = HFBackend(HFConfig(model_path=str(tiny_models["chat_lm"])))
+    planner = Planner(backend, "t")
+    prompt, templated = chat_prompt(backend.loaded, planner.messages(Observation(), planner.user_message(Observation())))
+    assert templated
+    assert prompt.startswith("<s>system\n" + system_prompt("text") + "</s>\n<s>user\nVisible objects:")
+    assert prompt.endswith("<s>assistant\n")
+
+
+def test_llava_gets_four_images(tiny_models: dict[str, Path]) -> None:
+    backend = HFBackend(HFConfig(model_path=str(tiny_models["vlm"])))
+    assert backend.observation_mode == "images" and backend.loaded.is_multimodal
+    calls = _spy_generate(backend)
+    planner = Planner(backend, "put the apple in the fridge", PlannerConfig(max_new_tokens=8, max_samples=1))
+    planner.decide(_observation())
+    inputs = calls[0]
+    assert tuple(inputs["pixel_values"].shape) == (4, 3, 64, 64)
+    image_token = backend.loaded.tokenizer.convert_tokens_to_ids("<image>")
+    assert int((inputs["input_ids"] == image_token).sum()) == 4 * 4  # 4 images x (64/32)^2 patches
+    first_user = backend.loaded.processor.decode(inputs["input_ids"][0]).split("USER:\n", 1)[1]
+    assert first_user.startswith("<image>" * 16 + "\nTask: put the apple in the fridge")
+
+
+def test_peft_adapter_directory(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    backend = HFBackend(HFConfig(model_path=str(tiny_models["adapter"]), constrained=True, analysis_max_tokens=4))
+    assert type(backend.loaded.model).__name__ == "PeftModel"
+    decision = Planner(backend, "t").decide(_observation())
+    assert decision.valid and not decision.gave_up
+    moved = tmp_path / "adapter"
+    shutil.copytree(tiny_models["adapter"], moved)
+    config = json.loads((moved / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = "HuggingFaceTB/not-local"
+    (moved / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(BackendError, match="not a local directory; set hf_base_model_path"):
+        HFBackend(HFConfig(model_path=str(moved)))
+    assert HFBackend(HFConfig(model_path=str(moved), base_model_path=str(tiny_models["lm"]))).loaded is not None
+
+
+def test_four_bit_loading(tiny_models: dict[str, Path]) -> None:
+    pytest.importorskip("bitsandbytes")
+    backend = HFBackend(HFConfig(model_path=str(tiny_models["lm"]), load_in_4bit=True, constrained=True,
+                                 analysis_max_tokens=4))
+    layer = backend.loaded.model.model.layers[0].self_attn.q_proj
+    assert type(layer).__name__ == "Linear4bit"
+    assert Planner(backend, "t").decide(_observation()).valid
+
+
+def test_missing_or_wrong_models_are_clear_errors(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match="does not exist"):
+        HFBackend(HFConfig(model_path=str(tmp_path / "nothing")))
+    with pytest.raises(BackendError, match="cannot load the model"):
+        HFBackend(HFConfig(model_path=str(tmp_path)))
+    with pytest.raises(BackendError, match="text-only model"):
+        HFBackend(HFConfig(model_path=str(tiny_models["lm"]), observation_mode="images"))
+    with pytest.raises(ValueError, match="hf_dtype"):
+        HFConfig(model_path="x", dtype="int3")
+    with pytest.raises(ValueError, match="hf_model_path"):
+        HFConfig(model_path="")

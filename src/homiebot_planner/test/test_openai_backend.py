@@ -1,0 +1,113 @@
+"""The openai backend against a stub OpenAI-compatible server on 127.0.0.1: images, key, retries, errors."""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import socket
+from typing import Any
+
+import numpy as np
+import pytest
+
+from homiebot_planner.backends import BackendError, OpenAIConfig
+from homiebot_planner.backends.openai_backend import OpenAIBackend
+from homiebot_planner.planner import Observation, Planner
+from homiebot_planner.prompts import system_prompt
+
+SECRET = "sk-test-0123456789-secret"
+
+
+def _views() -> dict[str, np.ndarray]:
+    generator = np.random.default_rng(1)
+    return {view: generator.integers(0, 255, (256, 256, 3), dtype=np.uint8) for view in ("front", "left", "back", "right")}
+
+
+def _backend(url: str, **options: Any) -> tuple[OpenAIBackend, list[float]]:
+    delays: list[float] = []
+    return OpenAIBackend(OpenAIConfig(model="gpt-4o", base_url=url, **options), sleep=delays.append), delays
+
+
+def test_request_carries_four_images_and_the_key(stub: Any, monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    from PIL import Image
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    caplog.set_level(logging.DEBUG)
+    backend, _ = _backend(stub.url)
+    views = _views()
+    decision = Planner(backend, "put the apple in the fridge").decide(Observation(images=views))
+    assert decision.subtask.target == "fridge" and decision.samples == 1 and not decision.gave_up
+    body = stub.requests[0]
+    assert body["model"] == "gpt-4o" and body["temperature"] == 0.2
+    assert body["messages"][0] == {"role": "system", "content": system_prompt("images")}
+    parts = body["messages"][-1]["content"]
+    assert [part["type"] for part in parts] == ["image_url"] * 4 + ["text"]
+    assert parts[-1]["text"].startswith("Task: put the apple in the fridge\nInventory: None\n")
+    for part, view in zip(parts[:4], ("front", "left", "back", "right"), strict=True):
+        prefix = "data:image/png;base64,"
+        assert part["image_url"]["url"].startswith(prefix)
+        image = Image.open(io.BytesIO(base64.b64decode(part["image_url"]["url"][len(prefix):])))
+        assert np.array_equal(np.asarray(image.convert("RGB")), views[view])
+    assert stub.headers[0]["authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in caplog.text and SECRET not in repr(backend)
+
+
+def test_retries_server_errors_with_backoff(stub: Any) -> None:
+    stub.failures = [500, 503]
+    backend, delays = _backend(stub.url, max_retries=3, backoff_s=0.5)
+    assert Planner(backend, "t").decide(Observation()).subtask.action == "Go to"
+    assert len(stub.requests) == 3 and delays == [0.5, 1.0]
+
+
+def test_gives_up_after_the_retries(stub: Any) -> None:
+    stub.failures = [500] * 5
+    backend, delays = _backend(stub.url, max_retries=2, backoff_s=0.1)
+    with pytest.raises(BackendError, match="gave up after 3 attempt"):
+        Planner(backend, "t").decide(Observation())
+    assert len(stub.requests) == 3 and delays == pytest.approx([0.1, 0.2])
+
+
+def test_rejected_request_is_not_retried_and_hides_the_key(stub: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_KEY", SECRET)
+    stub.failures = [401]
+    backend, delays = _backend(stub.url, api_key_env="MY_KEY")
+    with pytest.raises(BackendError, match="HTTP 401") as error:
+        Planner(backend, "t").decide(Observation())
+    assert SECRET not in str(error.value) and "$MY_KEY" in str(error.value)
+    assert len(stub.requests) == 1 and delays == []
+
+
+def test_server_down_is_a_clear_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    backend, delays = _backend(f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_s=0.0)
+    with pytest.raises(BackendError, match=r"cannot connect \(is the server running\?\); gave up after 2"):
+        Planner(backend, "t").decide(Observation())
+    assert delays == [0.0]
+
+
+def test_timeout_is_a_clear_error(stub: Any) -> None:
+    stub.stall_s = 1.0
+    backend, _ = _backend(stub.url, timeout_s=0.2, max_retries=0)
+    with pytest.raises(BackendError, match=r"no answer within 0\.2 s"):
+        Planner(backend, "t").decide(Observation())
+
+
+def test_text_only_server_gets_visible_names(stub: Any) -> None:
+    backend, _ = _backend(stub.url, send_images=False)
+    assert backend.observation_mode == "text"
+    Planner(backend, "t").decide(Observation(images=_views(), visible={"front": ["013_apple"]}))
+    last = stub.requests[0]["messages"][-1]["content"]
+    assert isinstance(last, str) and last.startswith("Visible objects:\nfront: apple\n")
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"model": " "}, "model name"), ({"base_url": "127.0.0.1:8000"}, "http://"), ({"timeout_s": 0}, "timeout"),
+    ({"max_retries": -1}, "max_retries"), ({"api_key_env": ""}, "environment variable"),
+])
+def test_config_validation(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        OpenAIConfig(**{"model": "gpt-4o", **options})

@@ -1,0 +1,118 @@
+"""The planning loop with the mock backend: exact messages, re-sampling, End after 5 failures, observations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from homiebot_planner.backends import MockBackend, MockConfig
+from homiebot_planner.planner import Observation, Planner, PlannerConfig
+from homiebot_planner.prompts import REQUEST_LINES, in_context_example, system_prompt
+
+TASK = "put the apple in the fridge"
+GO = "Analysis: the fridge is ahead.\nSubtask: [Go to, fridge]\nModel: NoMaD"
+OPEN = "Analysis: open it.\nSubtask: [Open, fridge]\nModel: octo"
+END = "Analysis: done.\nSubtask: [End]\nModel: None"
+
+
+def _views(seed: int = 0) -> dict[str, np.ndarray]:
+    generator = np.random.default_rng(seed)
+    return {view: generator.integers(0, 255, (8, 8, 3), dtype=np.uint8) for view in ("front", "left", "back", "right")}
+
+
+def test_messages_of_the_first_two_steps_are_exact() -> None:
+    backend = MockBackend([GO, OPEN])
+    planner = Planner(backend, TASK)
+    observation = Observation(images=_views())
+    first = planner.decide(observation)
+    assert (first.round_number, first.subtask.action, first.subtask.target, first.model) == (1, "Go to", "fridge",
+                                                                                             "NoMaD")
+    planner.record_result(first, True, "None")
+    second = planner.decide(observation)
+    planner.record_result(second, False, "Unable to open, the target is far away")
+    messages = backend.requests[1].messages
+    assert [(message.role, message.text) for message in messages] == [
+        ("system", system_prompt("images")),
+        ("user", f"Task: {TASK}\nInventory: None\nHistorical Execution: None\nFeedback: None\n{REQUEST_LINES['live']}"),
+        ("assistant", GO),
+        ("user", f"Task: {TASK}\nInventory: None\nHistorical Execution: (1) Go to, fridge(success) \n"
+                 f"Feedback: None\n{REQUEST_LINES['live']}"),
+    ]
+    assert [len(message.images) for message in messages] == [0, 0, 0, 4]
+    third_user = planner.user_message(observation)
+    assert third_user == (f"Task: {TASK}\nInventory: None\nHistorical Execution: (1) Go to, fridge(success) "
+                          f"(2) Open, fridge(fail) \nFeedback: Unable to open, the target is far away\n"
+                          f"{REQUEST_LINES['live']}")
+    assert backend.requests[1].temperature == 0.2
+
+
+def test_window_keeps_the_last_three_rounds_and_the_example_comes_first() -> None:
+    backend = MockBackend([GO])
+    planner = Planner(backend, TASK, PlannerConfig(in_context_example=True, request_variant="sft"))
+    for _ in range(5):
+        decision = planner.decide(Observation())
+        planner.record_result(decision, True, "None")
+    messages = backend.requests[-1].messages
+    example = in_context_example("sft", "images")
+    assert [message.role for message in messages] == ["system", "user", "assistant"] + ["user", "assistant"] * 3 + [
+        "user"]
+    assert (messages[1].text, messages[2].text) == (example.user, example.assistant)
+    assert "Historical Execution: (1) Go to, fridge(success) \n" in messages[3].text  # round 2 of 5
+    assert messages[-1].text.endswith(REQUEST_LINES["sft"])
+
+
+def test_images_in_documented_or_release_order() -> None:
+    views = _views()
+    for release, order in ((False, ("front", "left", "back", "right")), (True, ("left", "back", "right", "front"))):
+        backend = MockBackend([GO])
+        Planner(backend, TASK, PlannerConfig(release_image_order=release)).decide(Observation(images=views))
+        sent = backend.requests[0].messages[-1].images
+        assert all(image is views[view] for image, view in zip(sent, order, strict=True))
+
+
+def test_gives_up_after_five_unparsable_samples() -> None:
+    backend = MockBackend(["I think I should open the fridge."])
+    planner = Planner(backend, TASK)
+    decision = planner.decide(Observation())
+    assert decision.gave_up and decision.is_end and decision.samples == 5 and len(backend.requests) == 5
+    assert decision.model == "None" and decision.raw_output == "I think I should open the fridge."
+    assert planner.memory.rounds[-1].assistant == "I think I should open the fridge."
+
+
+def test_resamples_until_an_answer_parses() -> None:
+    backend = MockBackend(["garbage", "Analysis: x\nSubtask: [Open, fridge]", OPEN])
+    decision = Planner(backend, TASK).decide(Observation())
+    assert decision.samples == 3 and not decision.gave_up and decision.subtask.action == "Open"
+
+
+def test_invalid_answers_pass_unless_validity_is_required() -> None:
+    fetch = "Analysis: x\nSubtask: [Fetch, apple]\nModel: RT-1-X"
+    loose = Planner(MockBackend([fetch, OPEN]), TASK).decide(Observation())
+    assert loose.subtask.action == "Fetch" and not loose.valid and loose.samples == 1
+    strict = Planner(MockBackend([fetch, OPEN]), TASK, PlannerConfig(require_valid=True)).decide(Observation())
+    assert strict.subtask.action == "Open" and strict.valid and strict.samples == 2
+
+
+def test_text_mode_gets_display_names_and_constraints() -> None:
+    backend = MockBackend(MockConfig(outputs=(GO,), observation_mode="text"))
+    planner = Planner(backend, TASK)
+    observation = Observation(visible={"front": ["frl_apartment_refrigerator", "013_apple"],
+                                       "back": ["frl_apartment_sofa"]})
+    planner.memory.inventory.append("bowl")
+    planner.decide(observation)
+    request = backend.requests[0]
+    assert request.messages[0].text == system_prompt("text")
+    assert request.messages[-1].text.startswith(
+        "Visible objects:\nfront: fridge, apple\nleft: None\nback: sofa\nright: None\nTask: ")
+    assert request.messages[-1].images == ()
+    assert request.constraints.visible == ("fridge", "apple", "sofa")
+    assert request.constraints.receptacles == ("fridge", "sofa")
+    assert request.constraints.held == ("bowl",)
+
+
+def test_config_validation() -> None:
+    for field, value, message in (("max_samples", 0, "max_samples"), ("history_window", -1, "history_window"),
+                                  ("request_variant", "chat", "request_variant"), ("temperature", 3.0, "temperature"),
+                                  ("max_new_tokens", 2, "max_new_tokens")):
+        with pytest.raises(ValueError, match=message):
+            PlannerConfig(**{field: value})

@@ -1,0 +1,119 @@
+"""Node parameters -> typed configs, and resolving a RunTask goal into an episode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from homiebot_planner.backends import ExpertConfig, HFConfig, MockConfig, OpenAIConfig, SmolLM2Config
+from homiebot_planner.episode import InvalidTaskError, free_episode_id, resolve_episode
+from homiebot_planner.settings import PARAMETER_DEFAULTS, build_settings, resolve_in_context_example
+
+
+def test_defaults_are_the_benchmark_settings() -> None:
+    settings = build_settings({})
+    assert isinstance(settings.backend, SmolLM2Config) and settings.backend.constrained
+    assert (settings.node.max_steps, settings.planner.max_samples, settings.planner.history_window,
+            settings.planner.temperature, settings.planner.request_variant) == (20, 5, 3, 0.2, "live")
+    assert settings.in_context_example == "auto"
+
+
+def test_each_backend_kind() -> None:
+    mock = build_settings({"backend": "mock", "mock_outputs": ["", "a", "b"]}).backend
+    assert mock == MockConfig(outputs=("a", "b"))
+    expert = build_settings({"backend": "expert", "expert_source": "plan", "expert_plan": ["[End]"]}).backend
+    assert expert == ExpertConfig(source="plan", plan=("[End]",))
+    openai = build_settings({"backend": "openai", "openai_base_url": "http://127.0.0.1:9/v1"}).backend
+    assert isinstance(openai, OpenAIConfig) and openai.model == "gpt-4o" and openai.max_retries == 3
+    hf = build_settings({"backend": "hf", "hf_model_path": "/m", "constrained_decoding": "true"}).backend
+    assert isinstance(hf, HFConfig) and hf.constrained and hf.model_path == "/m"
+    assert not build_settings({"backend": "hf", "hf_model_path": "/m"}).backend.constrained  # type: ignore[union-attr]
+    smol = build_settings({"constrained_decoding": "false"}).backend
+    assert isinstance(smol, SmolLM2Config) and not smol.constrained
+
+
+def test_mock_script_file(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["Analysis: a\nSubtask: [End]\nModel: None"]), encoding="utf-8")
+    assert build_settings({"backend": "mock", "mock_file": str(script)}).backend == MockConfig(
+        outputs=("Analysis: a\nSubtask: [End]\nModel: None",))
+    script.write_text("{}", encoding="utf-8")
+    with pytest.raises(ValueError, match="script.json: the mock script must be a JSON list"):
+        build_settings({"backend": "mock", "mock_file": str(script)})
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"backend": "llama"}, "backend must be one of"), ({"max_steps": 0}, "max_steps"),
+    ({"executor_timeout_s": 0.0}, "executor_timeout_s"), ({"in_context_example": "yes"}, "in_context_example"),
+    ({"backend": "mock"}, "mock_outputs"), ({"hf_model_pth": "x"}, "unknown planner parameter"),
+    ({"backend": "hf"}, "hf_model_path"), ({"temperature": -1.0}, "temperature"),
+])
+def test_bad_parameters_name_what_to_fix(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build_settings(values)
+
+
+def test_in_context_example_setting() -> None:
+    assert resolve_in_context_example("auto", True) and not resolve_in_context_example("auto", False)
+    assert resolve_in_context_example("true", False) and not resolve_in_context_example("false", True)
+
+
+def test_every_default_is_a_ros_parameter_type() -> None:
+    for name, value in PARAMETER_DEFAULTS.items():
+        assert isinstance(value, (bool, int, float, str)) or (isinstance(value, list) and value == [""]), name
+
+
+def _data(root: Path, with_scene: bool) -> None:
+    directory = root / "data" / "test" / "91"
+    directory.mkdir(parents=True)
+    (directory / "info.txt").write_text("Task: fetch the apple\n\nSubtask1: [End]\n", encoding="utf-8")
+    (directory / "keypath.json").write_text('[["[End]"]]', encoding="utf-8")
+    if with_scene:
+        (directory / "scene.json").write_text("{}", encoding="utf-8")
+
+
+def test_resolve_from_the_data_folder(tmp_path: Path) -> None:
+    _data(tmp_path, with_scene=True)
+    spec = resolve_episode("91", "", str(tmp_path))
+    assert (spec.episode_id, spec.instruction, spec.task_id) == ("91", "fetch the apple", "91")
+    assert spec.task_dir == tmp_path / "data" / "test" / "91" and spec.scene_path == spec.task_dir / "scene.json"
+    assert resolve_episode("91", "another wording", str(tmp_path / "data")).instruction == "another wording"
+
+
+def test_resolve_without_scene_or_from_a_task_list(tmp_path: Path) -> None:
+    _data(tmp_path, with_scene=False)
+    assert resolve_episode("91", "", str(tmp_path)).scene_path is None
+    tasks = tmp_path / "tasks.tsv"
+    tasks.write_text("id\tinstruction\n1\tfetch a frozen meat can\n", encoding="utf-8")
+    spec = resolve_episode("1", "", "", str(tasks))
+    assert (spec.instruction, spec.task_dir, spec.scene_path) == ("fetch a frozen meat can", None, None)
+
+
+def test_free_instruction_and_errors(tmp_path: Path) -> None:
+    spec = resolve_episode("", "  tidy up  ")
+    assert spec.episode_id == free_episode_id("tidy up") and spec.episode_id.startswith("free-")
+    with pytest.raises(InvalidTaskError, match="neither a task_id nor an instruction"):
+        resolve_episode("", "")
+    with pytest.raises(InvalidTaskError, match="unknown task '5'.*set data_dir or tasks_file"):
+        resolve_episode("5", "")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("1 no tab\n", encoding="utf-8")
+    with pytest.raises(InvalidTaskError, match=r"bad.tsv:1: expected 'id<TAB>instruction'"):
+        resolve_episode("1", "", "", str(bad))
+
+
+def test_task_progress_of_a_run(tmp_path: Path) -> None:
+    from emmoe_eval.protocol import SubtaskText
+
+    from homiebot_planner.memory import ExecutedStep
+
+    directory = tmp_path / "data" / "train" / "3"
+    directory.mkdir(parents=True)
+    (directory / "info.txt").write_text("Task: t\n\nSubtask1: [End]\n", encoding="utf-8")
+    (directory / "keypath.json").write_text('[["[Go to, fridge]", "[Open, fridge]", "[End]"]]', encoding="utf-8")
+    spec = resolve_episode("3", "", str(tmp_path))
+    steps = [ExecutedStep(SubtaskText("Go to", "refrigerator"), True), ExecutedStep(SubtaskText("Open", "fridge"), False)]
+    assert spec.task_progress(steps) == pytest.approx(1 / 3)
+    assert resolve_episode("", "free").task_progress(steps) == -1.0
