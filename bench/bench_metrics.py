@@ -13,7 +13,6 @@ import argparse
 import json
 import platform
 import random
-import statistics
 import tempfile
 import time
 from pathlib import Path

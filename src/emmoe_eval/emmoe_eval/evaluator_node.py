@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -53,8 +53,8 @@ class EvaluatorNode(Node):
             ParameterException: when a parameter has the wrong type.
         """
         super().__init__("emmoe_evaluator", **kwargs)
-        out_dir = self.declare_parameter("out_dir", "runs/evaluator").value
-        data_dir = self.declare_parameter("data_dir", "").value
+        out_dir: str = self.declare_parameter("out_dir", "runs/evaluator").value
+        data_dir: str = self.declare_parameter("data_dir", "").value
         self.config = EvaluatorConfig(
             out_dir=Path(out_dir), data_dir=Path(data_dir) if data_dir else None,
             max_steps=self.declare_parameter("max_steps", 20).value,
@@ -63,7 +63,10 @@ class EvaluatorNode(Node):
             compat=self.declare_parameter("compat", "default").value)
         self._core = Evaluator(self.config)
         self._lock = threading.Lock()
-        group = ReentrantCallbackGroup()
+        # One mutually exclusive group: StepRecords must be recorded in arrival order (a reentrant group would let the
+        # multi-threaded executor run consecutive messages concurrently), and finish_runs must not interleave with
+        # them. The lock guards the core against close() from the main thread.
+        group = MutuallyExclusiveCallbackGroup()
         steps_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         scores_qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE,
                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -138,6 +138,21 @@ def test_conversation_files_score_like_the_trajectories(handmade, capsys):
     assert result["per_action"]["Go to"]["executions"] == 8
 
 
+def test_custom_alias_table_and_attributes(handmade, tmp_path, capsys):
+    # With a table that does not know "refrigerator", the keypath node [Go to, refrigerator] only matches itself, so
+    # no run of task 3 gets past node 1: 3/1, 3/2, 3/3 all have TP 0 and task 3's SR drops to 0.
+    aliases = tmp_path / "aliases.txt"
+    aliases.write_text("fridge:\nfridge\n\n013_apple:\napple/red_apple\n\nkitchen_counter:\nkitchen counter/sink\n",
+                       encoding="utf-8")
+    attributes = tmp_path / "attributes.json"
+    attributes.write_text(json.dumps({"mine": [3]}), encoding="utf-8")
+    _, out, _ = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir), "--json",
+                        "--split", "train", "--alias-table", str(aliases), "--attributes", str(attributes))
+    result = json.loads(out)
+    assert (result["SR"], result["TP"]) == (0.0, 0.0)
+    assert result["per_attribute"] == {"mine": {"tasks": 1, "runs": 3, "SR": 0.0, "TP": 0.0}}
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["score", "--data", "{tmp}/nowhere", "--runs", "{tmp}"], "not an EMMOE data folder"),
     (["score", "--data", "{data}", "--runs", "{tmp}/missing"], "no such experiment folder"),

@@ -87,7 +87,8 @@ def test_node_records_scores_and_its_bag_scores_like_its_trajectories(
         ("91", "requested", 0.5, False)
 
     run_dir = out / "3" / "1"
-    assert len((run_dir / "trajectory.jsonl").read_text().splitlines()) == 8
+    lines = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == list(range(1, 9))          # recorded in publication order
     assert sorted(path.name for path in run_dir.glob("subtask8_*.png")) == \
         ["subtask8_back.png", "subtask8_front.png", "subtask8_left.png", "subtask8_right.png"]
     assert {path.name for path in run_dir.iterdir()} >= {"episode.mcap", "conversation.json", "run.json", "score.json"}

@@ -138,8 +138,8 @@ class _Plan:
             part_name = self.name("kitchen_drawer") if defaults.label == "drawer" else f"{name}_{defaults.label}"
             articulations.append(Articulation(part_name, slot, defaults.joint, (defaults.lower, defaults.upper),
                                               defaults.open_threshold, 0.0))
-        piece = Furniture(name, canonical, kind.model, self.pose(x, y, yaw), dimensions, kind.color, room,  # type: ignore[arg-type]
-                          elevation, tuple(articulations))
+        piece = Furniture(name, canonical, kind.model, self.pose(x, y, yaw), dimensions,  # type: ignore[arg-type]
+                          kind.color, room, elevation, tuple(articulations))
         self.furniture.append(piece)
         return piece
 
@@ -296,8 +296,8 @@ def generate_apartment(seed: int, config: ApartmentConfig | None = None) -> Scen
                          RobotStart(Pose2D(*rooms[2].center, 0.0)))
         count = rng.randint(config.min_objects, config.max_objects)
         pool = sorted(catalog.OBJECT_KINDS)
-        requests = list(config.required) + [ObjectRequest(rng.choice(pool))
-                                            for _ in range(max(0, count - len(config.required)))]
+        required = [item if isinstance(item, ObjectRequest) else ObjectRequest(item) for item in config.required]
+        requests = required + [ObjectRequest(rng.choice(pool)) for _ in range(max(0, count - len(required)))]
         objects = _place_objects(plan, bare, requests)
         if len(objects) < len(requests):
             continue
@@ -369,7 +369,8 @@ def task_object_requests(instruction: str, rng: random.Random) -> list[ObjectReq
     """The objects an instruction names (through the alias table), two of each, with where it says they are.
 
     "put the green_can on the brown_table ..." asks for potted meat cans, one of them on the brown table; "a cold
-    apple" or "a frozen meat can" starts one in the fridge. Ambiguous names ("can", "box") pick one of their candidates with `rng`; "fruit" brings three fruits.
+    apple" or "a frozen meat can" starts one in the fridge. Ambiguous names ("can", "box") pick one of their
+    candidates with `rng`; "fruit" brings three fruits.
     """
     words = re.findall(r"[a-z0-9]+", normalize(instruction).replace("_", " "))
     objects = _phrases(words, catalog.OBJECT_KINDS)

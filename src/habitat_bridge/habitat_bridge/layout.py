@@ -184,7 +184,8 @@ def world_boxes(piece: Furniture, joint_positions: dict[str, float] | None = Non
                 # A hinged box's extent is no longer axis-aligned with the piece; report its covering square.
                 reach = math.hypot(box.half[0], box.half[1])
                 box = replace(box, half=(reach, reach, box.half[2]))
-            result.append((replace(box, center=local_to_world(piece, tuple(center))), part.key))  # type: ignore[arg-type]
+            world = local_to_world(piece, (float(center[0]), float(center[1]), float(center[2])))
+            result.append((replace(box, center=world), part.key))
     return result
 
 

@@ -381,12 +381,12 @@ class SceneSpec:
                 raise _fail(f"{path}.room", f"no room named {item.room!r}")
             for number, articulation in enumerate(item.articulations):
                 claim(articulation.name, articulation, f"{path}.articulations[{number}]")
-        for index, item in enumerate(self.objects):
+        for index, obj in enumerate(self.objects):
             path = f"objects[{index}]"
-            claim(item.name, item, path)
-            if item.canonical not in aliases:
-                raise _fail(f"{path}.canonical", f"{item.canonical!r} is not in the alias table")
-            self._check_placement(item, path, by_name)
+            claim(obj.name, obj, path)
+            if obj.canonical not in aliases:
+                raise _fail(f"{path}.canonical", f"{obj.canonical!r} is not in the alias table")
+            self._check_placement(obj, path, by_name)
         if not any(room.contains(self.robot.pose.x, self.robot.pose.y) for room in self.rooms):
             raise _fail("robot.pose", f"({self.robot.pose.x:g}, {self.robot.pose.y:g}) is not inside any room")
         object.__setattr__(self, "_by_name", by_name)
@@ -515,7 +515,8 @@ def _mapping(data: Any, path: str, required: Sequence[str] = (), optional: Seque
     known = set(required) | set(optional)
     for key in data:
         if key not in known:
-            raise _fail(f"{path}.{key}" if path else str(key), f"unknown field; expected one of {', '.join(sorted(known))}")
+            raise _fail(f"{path}.{key}" if path else str(key),
+                        f"unknown field; expected one of {', '.join(sorted(known))}")
     return data
 
 

@@ -330,7 +330,10 @@ class SimBackend(ABC):
 
     @abstractmethod
     def teleport_base(self, x: float, y: float, yaw: float) -> None:
-        """Put the base at a pose at once (a held object comes along); velocities are zeroed."""
+        """Put the base at a pose at once (a held object comes along); velocities are zeroed.
+
+        The pose should be free (see occupancy_grid): a base placed inside furniture is pushed out violently.
+        """
 
     @abstractmethod
     def resolve(self, name: str) -> list[str]:

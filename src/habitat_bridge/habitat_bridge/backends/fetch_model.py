@@ -87,8 +87,8 @@ class FetchCameraConfig:
 
     fovy: float = 90.0
     tilt: float = 0.3
-    third_person_distance: float = 2.3
-    third_person_height: float = 2.0
+    third_person_distance: float = 1.9
+    third_person_height: float = 1.7
 
     def __post_init__(self) -> None:
         if not 10.0 <= self.fovy <= 150.0:
@@ -152,6 +152,7 @@ def _hinge(body: ET.Element, name: str, axis: str, limits: tuple[float, float] |
 def build_fetch(worldbody: ET.Element, cameras: FetchCameraConfig) -> ET.Element:
     """Add the Fetch body tree to <worldbody>; returns the base body. The base starts at the world origin."""
     base = ET.SubElement(worldbody, "body", name=PREFIX + "base_link", pos="0 0 0")
+    # Damping near critical for the base actuators' stiffness: the base tracks commands in about 0.1 s.
     ET.SubElement(base, "joint", name=PREFIX + "base_x", type="slide", axis="1 0 0", damping="3000", armature="1")
     ET.SubElement(base, "joint", name=PREFIX + "base_y", type="slide", axis="0 1 0", damping="3000", armature="1")
     ET.SubElement(base, "joint", name=PREFIX + "base_yaw", type="hinge", axis="0 0 1", damping="300",
@@ -244,7 +245,7 @@ def _add_head_cameras(head_pan: ET.Element, cameras: FetchCameraConfig) -> None:
 
 def _add_third_person_cameras(base: ET.Element, cameras: FetchCameraConfig) -> None:
     """Four cameras looking at the robot from its front, left, back and right."""
-    target = (0.0, 0.0, 0.75)
+    target = (0.0, 0.0, 0.65)
     for index, view in enumerate(THIRD_PERSON_VIEWS):
         yaw = index * math.pi / 2
         pos = (cameras.third_person_distance * math.cos(yaw), cameras.third_person_distance * math.sin(yaw),
@@ -258,9 +259,11 @@ def add_fetch_actuators(actuator: ET.Element) -> None:
     """Velocity actuators for the base, position actuators for everything else."""
     # Integrated-velocity actuators: the command is a velocity, the actuator's activation integrates it into a
     # position target that a stiff spring tracks, so the base holds its place when pushed.
-    for joint, gain in (("base_x", 30000.0), ("base_y", 30000.0), ("base_yaw", 3000.0)):
+    # Force limits keep a blocked base from pushing through furniture (the backend also stops the integrated target
+    # from running away from the real position).
+    for joint, gain, force in (("base_x", 30000.0, 1500.0), ("base_y", 30000.0, 1500.0), ("base_yaw", 3000.0, 300.0)):
         ET.SubElement(actuator, "intvelocity", name=PREFIX + joint, joint=PREFIX + joint, kp=f"{gain:g}",
-                      ctrlrange="-2 2", actrange="-1000 1000")
+                      ctrlrange="-2 2", actrange="-1000 1000", forcelimited="true", forcerange=f"{-force:g} {force:g}")
     ET.SubElement(actuator, "position", name=PREFIX + TORSO_JOINT, joint=PREFIX + TORSO_JOINT, kp="30000",
                   ctrllimited="true", ctrlrange="0 0.3861")
     for joint in HEAD_JOINTS:

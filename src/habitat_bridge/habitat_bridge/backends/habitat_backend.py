@@ -450,7 +450,8 @@ class HabitatBackend(SimBackend):
         return x, y, float(self._robot.base_rot)
 
     def _instances(self) -> list[tuple[str, str, tuple[str, ...]]]:
-        found = [(handle, self._canonical(handle), ()) for handle in self._objects]
+        found: list[tuple[str, str, tuple[str, ...]]] = [(handle, self._canonical(handle), ())
+                                                         for handle in self._objects]
         found += [(part.name, part.canonical, (part.label,)) for part in self._parts.values()]
         return found
 
@@ -512,9 +513,9 @@ class HabitatBackend(SimBackend):
                 if -lz <= gap <= 0.3 and (best_gap is None or abs(gap) < best_gap):
                     best, best_gap = support_handle, abs(gap)
             if best:
-                _, best_kind = self._objects[best]
-                below_top = z < to_zup(self._objects[best][0].translation)[2] + self._size(self._objects[best][0])[2] / 2
-                found[handle] = (best, "", best_kind == "container" and below_top)
+                support, support_kind = self._objects[best]
+                below_top = z < to_zup(support.translation)[2] + self._size(support)[2] / 2
+                found[handle] = (best, "", support_kind == "container" and below_top)
         return found
 
     def container_states(self, names: Iterable[str] | None = None) -> list[ContainerState]:

@@ -77,11 +77,11 @@ def _rgba(color: tuple[float, float, float], alpha: float = 1.0) -> str:
 
 
 def _box_geom(parent: ET.Element, name: str, box: Box, color: tuple[float, float, float],
-              offset: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
+              offset: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> ET.Element:
     center = tuple(c - o for c, o in zip(box.center, offset))
-    ET.SubElement(parent, "geom", name=name, type="box", pos=_fmt(*center), size=_fmt(*box.half),
-                  rgba=_rgba(box.color or color), contype=str(_FURNITURE_CONTYPE),
-                  conaffinity=str(_FURNITURE_CONAFFINITY))
+    return ET.SubElement(parent, "geom", name=name, type="box", pos=_fmt(*center), size=_fmt(*box.half),
+                         rgba=_rgba(box.color or color), contype=str(_FURNITURE_CONTYPE),
+                         conaffinity=str(_FURNITURE_CONAFFINITY))
 
 
 def _add_furniture(worldbody: ET.Element, actuator: ET.Element, piece: Furniture) -> None:
@@ -100,8 +100,9 @@ def _add_furniture(worldbody: ET.Element, actuator: ET.Element, piece: Furniture
                       axis=_fmt(*part.axis), limited="true", range=_fmt(*articulation.range),
                       damping="2" if part.joint == "hinge" else "20", armature="0.05")
         for box in part.boxes:
-            _box_geom(child, f"{name}/{box.name}", box, piece.color, part.pivot)
-        ET.SubElement(actuator, "position", name=name, joint=name, kp="60" if part.joint == "hinge" else "600",
+            # Light panels (about the mass of real doors and drawers) so the position actuators move them briskly.
+            _box_geom(child, f"{name}/{box.name}", box, piece.color, part.pivot).set("density", "150")
+        ET.SubElement(actuator, "position", name=name, joint=name, kp="100" if part.joint == "hinge" else "600",
                       ctrllimited="true", ctrlrange=_fmt(*articulation.range))
 
 
@@ -172,7 +173,7 @@ def _add_object(worldbody: ET.Element, spec: SceneSpec, obj: SceneObject) -> Non
             attributes["friction"] = "1 0.02 0.002"
         else:
             attributes["mass"] = "0"
-        ET.SubElement(body, "geom", name=f"{name}/{index}", **attributes)
+        ET.SubElement(body, "geom", {"name": f"{name}/{index}", **attributes})
 
 
 def build_mjcf(spec: SceneSpec, options: MjcfOptions | None = None) -> str:

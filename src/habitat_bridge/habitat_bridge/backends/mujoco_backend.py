@@ -47,6 +47,8 @@ _P = fetch_model.PREFIX
 # Support-region match tolerances (metres): how far an object's bottom may sit from the plane, and how far past the
 # region's edge its centre may be, to count as resting there.
 _BELOW, _ABOVE, _EDGE = 0.03, 0.05, 0.04
+# How far (m or rad) the base actuators' integrated targets may lead the real base pose beyond the tracking lag.
+_WINDUP = 0.01
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,9 @@ class MujocoBackend(SimBackend):
         self._base_qpos = [self.joint_qpos_index(joint) for joint in fetch_model.BASE_JOINTS]
         self._base_dof = [int(model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, _P + joint)])
                           for joint in fetch_model.BASE_JOINTS]
+        # Seconds a base actuator's target lags a constant-velocity command: joint damping over stiffness.
+        self._base_lag = [float(model.dof_damping[dof] / model.actuator_gainprm[actuator, 0])
+                          for dof, actuator in zip(self._base_dof, self._base_actuators)]
         self._actuated_qpos = [self.joint_qpos_index(joint) for joint in self.actuated_joint_names]
         self._actuated_dof = [int(model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, _P + joint)])
                               for joint in self.actuated_joint_names]
@@ -298,18 +303,25 @@ class MujocoBackend(SimBackend):
         self._run(seconds)
 
     def _run(self, seconds: float) -> None:
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         steps = int(round(seconds / model.opt.timestep))
         forward, turn = self._command
         yaw_address = self._base_qpos[2]
-        x_act, y_act, yaw_act = self._base_actuators
+        activations = [int(model.actuator_actadr[actuator]) for actuator in self._base_actuators]
         try:
             for _ in range(steps):
                 yaw = data.qpos[yaw_address]
-                data.ctrl[x_act] = forward * math.cos(yaw)
-                data.ctrl[y_act] = forward * math.sin(yaw)
-                data.ctrl[yaw_act] = turn
+                commands = (forward * math.cos(yaw), forward * math.sin(yaw), turn)
+                for actuator, command in zip(self._base_actuators, commands):
+                    data.ctrl[actuator] = command
                 mujoco.mj_step(model, data)
+                # Anti-windup: the integrated target may lead the real pose only by the lag that tracking the
+                # command needs, so a blocked base does not build up a spring that later yanks it.
+                for address, activation, lag, command in zip(self._base_qpos, activations, self._base_lag,
+                                                             commands):
+                    window = 1.5 * lag * abs(command) + _WINDUP
+                    data.act[activation] = min(max(data.act[activation], data.qpos[address] - window),
+                                               data.qpos[address] + window)
                 if data.ncon:
                     self._contact_force = max(self._contact_force, self._robot_contact_force())
         except mujoco.FatalError as error:
@@ -318,7 +330,7 @@ class MujocoBackend(SimBackend):
             raise BackendError("the simulation diverged (non-finite state); reset the episode")
 
     def _robot_contact_force(self) -> float:
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         contacts = data.contact
         geoms = contacts.geom[: data.ncon]
         touching = self._robot_geoms[geoms[:, 0]] ^ self._robot_geoms[geoms[:, 1]]
@@ -345,7 +357,7 @@ class MujocoBackend(SimBackend):
         if values.shape != (7,) or not np.all(np.isfinite(values)):
             raise ValueError(f"arm targets must be 7 finite numbers, got {list(positions)!r}")
         self._require()
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         for actuator, value in zip(self._arm_actuators, values):
             joint = model.actuator_trnid[actuator, 0]
             if model.jnt_limited[joint]:
@@ -356,14 +368,14 @@ class MujocoBackend(SimBackend):
         if not math.isfinite(height):
             raise ValueError(f"torso target must be finite, got {height}")
         self._require()
-        low, high = self._model.actuator_ctrlrange[self._torso_actuator]
-        self._data.ctrl[self._torso_actuator] = float(np.clip(height, low, high))
+        low, high = self.model.actuator_ctrlrange[self._torso_actuator]
+        self.data.ctrl[self._torso_actuator] = float(np.clip(height, low, high))
 
     def set_head_target(self, pan: float, tilt: float) -> None:
         if not (math.isfinite(pan) and math.isfinite(tilt)):
             raise ValueError(f"head targets must be finite, got ({pan}, {tilt})")
         self._require()
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         for actuator, value in zip(self._head_actuators, (pan, tilt)):
             joint = model.actuator_trnid[actuator, 0]
             data.ctrl[actuator] = float(np.clip(value, *model.jnt_range[joint]))
@@ -374,7 +386,7 @@ class MujocoBackend(SimBackend):
 
     def close_gripper(self, max_distance: float = 0.12) -> str | None:
         self._require()
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         if self._held is not None:
             return self._held
         grip = data.site_xpos[self._grip_site]
@@ -396,7 +408,7 @@ class MujocoBackend(SimBackend):
         return best.name
 
     def _weld(self, item: _Instance) -> None:
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         if self._grasp_equality < 0:
             raise BackendError("this scene has no grasp constraint (it has no objects)")
         gripper = self._gripper_body
@@ -422,7 +434,7 @@ class MujocoBackend(SimBackend):
 
     def open_gripper(self) -> str | None:
         self._require()
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         for actuator in self._finger_actuators:
             data.ctrl[actuator] = fetch_model.FINGER_OPEN
         released, self._held = self._held, None
@@ -437,9 +449,9 @@ class MujocoBackend(SimBackend):
 
     # ---- queries ----------------------------------------------------------------------------------------------
     def _pose_of(self, item: _Instance) -> Pose:
-        data = self._data
+        data = self.data
         if item.kind == "room":
-            room = self._spec.item(item.name)
+            room = self.spec.item(item.name)
             x, y = room.center  # type: ignore[union-attr]
             return Pose((x, y, 0.0))
         if item.kind == "object":
@@ -453,13 +465,13 @@ class MujocoBackend(SimBackend):
 
     def _place_base(self, x: float, y: float, yaw: float) -> None:
         """Set the base joints and the base actuators' integrated targets to a pose."""
-        model, data = self._model, self._data
+        model, data = self.model, self.data
         for address, actuator, value in zip(self._base_qpos, self._base_actuators, (x, y, yaw)):
             data.qpos[address] = value
             data.act[model.actuator_actadr[actuator]] = value
 
     def _base_pose(self) -> tuple[float, float, float]:
-        data = self._data
+        data = self.data
         x, y, yaw = (float(data.qpos[address]) for address in self._base_qpos)
         return x, y, yaw
 
@@ -503,7 +515,7 @@ class MujocoBackend(SimBackend):
         floor are absent.
         """
         self._require()
-        data, spec = self._data, self._spec
+        data, spec = self.data, self.spec
         positions = {name: float(data.qpos[address]) for name, (_, _, address, _, _) in self._articulations.items()}
         regions = []
         for region in layout.world_surfaces(spec):
@@ -569,10 +581,10 @@ class MujocoBackend(SimBackend):
         piece, articulation, address, _, body = self._articulations[name]
         moving = next(part for part in piece.geometry.moving if part.key == articulation.slot)
         handle_local = np.asarray(moving.handle) - np.asarray(moving.pivot)
-        handle = self._data.xpos[body] + self._data.xmat[body].reshape(3, 3) @ handle_local
+        handle = self.data.xpos[body] + self.data.xmat[body].reshape(3, 3) @ handle_local
         label = slot_defaults(piece.model, articulation.slot).label
         return ContainerState(name, piece.canonical, label, piece.name, articulation.joint,
-                              float(self._data.qpos[address]), articulation.range[0], articulation.range[1],
+                              float(self.data.qpos[address]), articulation.range[0], articulation.range[1],
                               articulation.open_threshold, tuple(float(v) for v in handle))  # type: ignore[arg-type]
 
     def _articulation(self, name: str) -> tuple[Furniture, Articulation, int, int, int]:
@@ -585,13 +597,13 @@ class MujocoBackend(SimBackend):
         _, articulation, _, actuator, _ = self._articulation(name)
         if not math.isfinite(position):
             raise ValueError(f"container target must be finite, got {position}")
-        self._data.ctrl[actuator] = float(np.clip(position, *articulation.range))
+        self.data.ctrl[actuator] = float(np.clip(position, *articulation.range))
 
     def set_container_position(self, name: str, position: float) -> None:
         piece, articulation, address, actuator, _ = self._articulation(name)
         if not math.isfinite(position):
             raise ValueError(f"container position must be finite, got {position}")
-        data, model = self._data, self._model
+        data, model = self.data, self.model
         value = float(np.clip(position, *articulation.range))
         delta = value - float(data.qpos[address])
         if articulation.joint == "slide":
@@ -614,13 +626,13 @@ class MujocoBackend(SimBackend):
 
     def occupancy_grid(self, resolution: float = 0.05) -> occupancy_module.OccupancyGrid:
         self._require()
-        positions = {name: float(self._data.qpos[address])
+        positions = {name: float(self.data.qpos[address])
                      for name, (_, _, address, _, _) in self._articulations.items()}
-        return occupancy_module.occupancy_grid(self._spec, resolution, positions)
+        return occupancy_module.occupancy_grid(self.spec, resolution, positions)
 
     def robot_state(self) -> RobotState:
         self._require()
-        data = self._data
+        data = self.data
         x, y, yaw = self._base_pose()
         vx, vy, turn = (float(data.qvel[dof]) for dof in self._base_dof)
         forward = vx * math.cos(yaw) + vy * math.sin(yaw)
@@ -640,17 +652,18 @@ class MujocoBackend(SimBackend):
         if not all(math.isfinite(value) for value in (x, y, yaw)):
             raise ValueError(f"base pose must be finite, got ({x}, {y}, {yaw})")
         self._require()
-        model, data = self._model, self._data
-        held = self._body_of(self._held) if self._held else -1
+        model, data = self.model, self.data
+        held_name = self._held
+        held = self._body_of(held_name) if held_name else -1
         before = (data.xpos[held].copy(), data.xquat[held].copy()) if held >= 0 else None
         old_x, old_y, old_yaw = self._base_pose()
         self._place_base(x, y, yaw)
-        if before is not None:
+        if before is not None and held_name is not None:
             # Carry the held object rigidly with the base.
             turn = yaw - old_yaw
             c, s = math.cos(turn), math.sin(turn)
             dx, dy = before[0][0] - old_x, before[0][1] - old_y
-            joint = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, mjcf_builder.object_body(self._held))
+            joint = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, mjcf_builder.object_body(held_name))
             address = model.jnt_qposadr[joint]
             data.qpos[address: address + 3] = (x + c * dx - s * dy, y + s * dx + c * dy, before[0][2])
             rotation = np.array([math.cos(turn / 2), 0.0, 0.0, math.sin(turn / 2)])
@@ -668,7 +681,7 @@ class MujocoBackend(SimBackend):
         if unknown or not views:
             raise ValueError(f"unknown or missing views {unknown or list(views)}; expected some of "
                              f"{', '.join(self.views)}")
-        renderer, data = self._renderer, self._data
+        renderer, data = self._renderer, self.data
         if renderer is None:
             raise BackendError("the renderer is closed")
         observation = Observation(time=float(data.time), rgb={}, held_object=self._held,

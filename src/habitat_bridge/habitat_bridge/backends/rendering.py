@@ -44,7 +44,8 @@ def _create_gl_context(width: int, height: int) -> object:
         return gl_context.GLContext(width, height)
     except Exception as error:  # the EGL/OSMesa wrappers raise ImportError, RuntimeError or GLError
         raise RenderingError(f"cannot create a headless OpenGL context ({error}); with MUJOCO_GL=egl install "
-                             "libegl1 libegl-mesa0 libgl1-mesa-dri, or run with MUJOCO_GL=osmesa (libosmesa6)") from None
+                             "libegl1 libegl-mesa0 libgl1-mesa-dri, or run with MUJOCO_GL=osmesa "
+                             "(libosmesa6)") from None
 
 
 class MultiViewRenderer:
@@ -72,8 +73,6 @@ class MultiViewRenderer:
         self._context: mujoco.MjrContext | None = None
         with self._gl.as_current():  # type: ignore[attr-defined]
             self._context = self._new_context(model)
-        self._rgb = np.empty((height, width * max_views, 3), dtype=np.uint8)
-        self._depth = np.empty((height, width * max_views), dtype=np.float32)
         extent = model.stat.extent
         self._near = float(model.vis.map.znear * extent)
         self._far = float(model.vis.map.zfar * extent)
@@ -126,15 +125,14 @@ class MultiViewRenderer:
             self._option.geomgroup[group] = 0 if group in hidden_groups or group >= 4 else 1
         count, width, height = len(cameras), self._width, self._height
         full = mujoco.MjrRect(0, 0, width * count, height)
-        rgb = self._rgb[:, : width * count]
-        depth_buffer = self._depth[:, : width * count] if depth else None
+        depth_buffer = np.empty((height, width * count), dtype=np.float32) if depth else None
         with self._gl.as_current():  # type: ignore[attr-defined]
             self._camera.fixedcamid = cameras[0]
             mujoco.mjv_updateScene(self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL,
                                    self._scene)
             self._draw(data, cameras)
-            rgb_out = np.empty_like(rgb)
-            mujoco.mjr_readPixels(rgb_out, depth_buffer if depth else None, full, self._context)
+            rgb_out = np.empty((height, width * count, 3), dtype=np.uint8)
+            mujoco.mjr_readPixels(rgb_out, depth_buffer, full, self._context)
             rgb_out = rgb_out[::-1]
             metric = self._metric_depth(depth_buffer[::-1]) if depth_buffer is not None else None
             geoms = self._segment(data, cameras, full) if segmentation else None

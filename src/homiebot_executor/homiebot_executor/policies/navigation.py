@@ -63,10 +63,11 @@ class GeodesicField:
 class GridPlanner:
     """Collision-free paths for a round robot on an occupancy grid."""
 
-    def __init__(self, grid: OccupancyGrid, robot_radius: float) -> None:
-        """Inflate `grid` by `robot_radius` metres."""
+    def __init__(self, grid: OccupancyGrid, robot_radius: float, smoothing_margin: float = 0.08) -> None:
+        """Inflate `grid` by `robot_radius` metres; shortcuts keep `smoothing_margin` more (tracking error)."""
         self.grid = grid.inflated(robot_radius)
         self.robot_radius = robot_radius
+        self._shortcut_grid = grid.inflated(robot_radius + smoothing_margin)
 
     def free_start_cell(self, x: float, y: float, search_radius: float = 0.4) -> tuple[int, int] | None:
         """The free cell nearest (x, y) within `search_radius` (the robot may start slightly inside the margin)."""
@@ -115,11 +116,13 @@ class GridPlanner:
         return GeodesicField(self.grid, distances.reshape(rows, columns), predecessors, start)
 
     def line_free(self, a: tuple[float, float], b: tuple[float, float]) -> bool:
-        """Whether the straight segment a-b crosses only free cells of the inflated grid."""
+        """Whether the straight segment a-b keeps the shortcut margin (its ends may lie in the margin)."""
         length = math.dist(a, b)
         samples = max(2, int(math.ceil(length / (self.grid.resolution * 0.5))) + 1)
-        for t in np.linspace(0.0, 1.0, samples):
-            if not self.grid.is_free(a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])):
+        grid = self._shortcut_grid
+        for t in np.linspace(0.0, 1.0, samples)[1:-1]:
+            x, y = a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])
+            if not grid.is_free(x, y) and not (math.dist((x, y), a) < 0.15 or math.dist((x, y), b) < 0.15):
                 return False
         return True
 
@@ -158,74 +161,115 @@ class ControllerConfig:
     Attributes:
         max_forward: m/s.
         max_turn: rad/s.
+        min_turn: smallest turn rate used while turning in place (rad/s).
         turn_in_place_above: heading error (rad) above which the base only turns.
         heading_gain: turn rate per radian of heading error.
-        waypoint_tolerance: distance (m) at which an intermediate waypoint counts as passed.
+        lookahead: distance (m) along the path to the point the base steers at (pure pursuit).
         goal_tolerance: distance (m) at which the last waypoint counts as reached.
         yaw_tolerance: final heading error (rad) accepted.
         slow_down_distance: distance (m) to the last waypoint under which the speed decreases.
-        reverse_within: the base backs up (instead of turning round) to a last waypoint behind it and closer than
-            this (m).
+        reverse_within: the base backs up (instead of turning round) to a goal behind it closer than this (m).
     """
 
     max_forward: float = 0.7
     max_turn: float = 1.2
-    turn_in_place_above: float = 0.5
-    heading_gain: float = 2.0
-    waypoint_tolerance: float = 0.2
+    min_turn: float = 0.3
+    turn_in_place_above: float = 0.35
+    heading_gain: float = 2.5
+    lookahead: float = 0.35
     goal_tolerance: float = 0.06
     yaw_tolerance: float = 0.08
     slow_down_distance: float = 0.6
     reverse_within: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("max_forward", "max_turn", "turn_in_place_above", "heading_gain", "waypoint_tolerance",
+        for name in ("max_forward", "max_turn", "min_turn", "turn_in_place_above", "heading_gain", "lookahead",
                      "goal_tolerance", "yaw_tolerance", "slow_down_distance", "reverse_within"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ControllerConfig.{name}: expected a positive number, got {getattr(self, name)}")
 
 
 class BaseController:
-    """Follows waypoints, then turns to a final heading."""
+    """Pure pursuit along a polyline, turning in place when far off heading, then a turn to the final heading."""
 
     def __init__(self, waypoints: Sequence[tuple[float, float]], final_yaw: float | None,
                  config: ControllerConfig | None = None) -> None:
-        """Track `waypoints` (the first may be the start) and end facing `final_yaw` (None: any heading)."""
+        """Track `waypoints` (the first is the start) and end facing `final_yaw` (None: any heading).
+
+        Raises:
+            ValueError: no waypoints.
+        """
+        if not waypoints:
+            raise ValueError("BaseController needs at least one waypoint")
         self.config = config or ControllerConfig()
-        self.waypoints = list(waypoints)
+        self.waypoints = [tuple(map(float, point)) for point in waypoints]
         self.final_yaw = final_yaw
-        self._next = 1 if len(self.waypoints) > 1 else 0
+        self._segment = 0
+        self._arrived = len(self.waypoints) == 1
 
     @property
     def done_driving(self) -> bool:
         """Whether the last waypoint was reached."""
-        return self._next >= len(self.waypoints)
+        return self._arrived
+
+    def _target(self, x: float, y: float) -> tuple[float, float]:
+        """The look-ahead point: project onto the current segment, then walk `lookahead` metres along the path."""
+        points = self.waypoints
+        while self._segment < len(points) - 2:
+            ax, ay = points[self._segment]
+            bx, by = points[self._segment + 1]
+            length_sq = (bx - ax) ** 2 + (by - ay) ** 2
+            t = ((x - ax) * (bx - ax) + (y - ay) * (by - ay)) / length_sq if length_sq > 0 else 1.0
+            if t < 1.0:
+                break
+            self._segment += 1
+        ax, ay = points[self._segment]
+        bx, by = points[self._segment + 1]
+        length = math.hypot(bx - ax, by - ay)
+        t = 0.0 if length == 0 else max(0.0, min(1.0, ((x - ax) * (bx - ax) + (y - ay) * (by - ay)) / length ** 2))
+        remaining = self.config.lookahead
+        index, px, py = self._segment, ax + t * (bx - ax), ay + t * (by - ay)
+        while True:
+            nx, ny = points[index + 1]
+            step = math.hypot(nx - px, ny - py)
+            if step >= remaining or index + 2 >= len(points):
+                if step <= remaining:
+                    return nx, ny
+                return px + (nx - px) * remaining / step, py + (ny - py) * remaining / step
+            remaining -= step
+            index, px, py = index + 1, nx, ny
+
+    def _turn(self, error: float) -> float:
+        config = self.config
+        turn = float(np.clip(config.heading_gain * error, -config.max_turn, config.max_turn))
+        if abs(turn) < config.min_turn:
+            turn = math.copysign(config.min_turn, error)
+        return turn
 
     def command(self, x: float, y: float, yaw: float) -> tuple[float, float] | None:
         """(forward, turn) for the current pose, or None when the goal pose is reached."""
         config = self.config
-        while not self.done_driving:
-            goal = self.waypoints[self._next]
-            last = self._next == len(self.waypoints) - 1
+        if not self._arrived:
+            goal = self.waypoints[-1]
             distance = math.dist((x, y), goal)
-            if distance <= (config.goal_tolerance if last else config.waypoint_tolerance):
-                self._next += 1
-                continue
-            error = wrap_angle(math.atan2(goal[1] - y, goal[0] - x) - yaw)
-            direction = 1.0
-            if last and len(self.waypoints) <= 2 and distance < config.reverse_within and \
-                    abs(error) > math.pi - config.turn_in_place_above:
-                error, direction = wrap_angle(error - math.pi), -1.0
-            turn = float(np.clip(config.heading_gain * error, -config.max_turn, config.max_turn))
-            if abs(error) > config.turn_in_place_above:
-                return 0.0, turn
-            speed = config.max_forward
-            if last:
-                speed = min(speed, config.max_forward * distance / config.slow_down_distance + 0.05)
-            return direction * speed * math.cos(error), turn
+            if distance <= config.goal_tolerance:
+                self._arrived = True
+            else:
+                target = self._target(x, y)
+                error = wrap_angle(math.atan2(target[1] - y, target[0] - x) - yaw)
+                direction = 1.0
+                if len(self.waypoints) == 2 and distance < config.reverse_within and \
+                        abs(error) > math.pi - config.turn_in_place_above:
+                    error, direction = wrap_angle(error - math.pi), -1.0
+                if abs(error) > config.turn_in_place_above:
+                    return 0.0, self._turn(error)
+                speed = min(config.max_forward,
+                            config.max_forward * distance / config.slow_down_distance + 0.05)
+                return direction * speed * math.cos(error), float(np.clip(config.heading_gain * error,
+                                                                           -config.max_turn, config.max_turn))
         if self.final_yaw is None:
             return None
         error = wrap_angle(self.final_yaw - yaw)
         if abs(error) <= config.yaw_tolerance:
             return None
-        return 0.0, float(np.clip(config.heading_gain * error, -config.max_turn, config.max_turn))
+        return 0.0, self._turn(error)

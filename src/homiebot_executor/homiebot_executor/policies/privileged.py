@@ -39,6 +39,7 @@ from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec
 from homiebot_executor.failure_model import FailureModel
 from homiebot_executor.monitor import ExecutionWatcher
 from homiebot_executor.policies.arm_ik import ArmIk, IkConfig, grasp_rotation
+from homiebot_executor.policies.arm_motion import ArmCollisionChecker
 from homiebot_executor.policies.floor_plan import occupancy_with_doors
 from homiebot_executor.policies.navigation import BaseController, ControllerConfig, GeodesicField, GridPlanner, wrap_angle
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
@@ -52,6 +53,13 @@ FRONT_MODELS: tuple[str, ...] = ("counter", "fridge", "cabinet", "shelf", "sofa"
 READY_ARM: tuple[float, ...] = (0.0, -1.2, 0.0, 1.4, 0.0, 1.9, 0.0)
 READY_TORSO = 0.3
 TUCKED_TORSO = 0.15
+# Via poses tried, in this order, when a straight joint move would hit furniture: the arm raised and folded close in
+# front (0.38 m ahead at most), and raised at the side.
+VIA_POSES: tuple[tuple[tuple[float, ...], float], ...] = (
+    ((0.0, -1.2, 0.0, 2.2, 0.0, 1.9, 0.0), READY_TORSO),
+    ((1.32, -1.2, -0.2, 1.72, 0.0, 1.66, 0.0), READY_TORSO),
+    (READY_ARM, READY_TORSO),
+)
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,7 @@ class PrivilegedSkills:
         self.failure_model = failure_model
         self.lock = lock if lock is not None else threading.RLock()
         self.ik = ArmIk(self.config.ik)
+        self._checker: ArmCollisionChecker | None = None
         self._attempt: _Attempt | None = None
 
     # ---- entry point -------------------------------------------------------------------------------------------
@@ -249,29 +258,73 @@ class PrivilegedSkills:
             raise _Stop(SkillStatus.UNREACHABLE, f"the arm is blocked {self._arm_error(target):.2f} rad short of its "
                                                  "target")
 
+    def _collision_checker(self) -> ArmCollisionChecker | None:
+        """The checker for the current scene (rebuilt when the backend compiled a new model); None without MuJoCo."""
+        model = getattr(self.backend, "model", None)
+        if self._checker is None or self._checker.model is not model:
+            try:
+                self._checker = ArmCollisionChecker(self.backend)
+            except TypeError:
+                return None
+        return self._checker
+
+    def _collides(self, arm: Sequence[float], torso: float) -> bool:
+        checker = self._collision_checker()
+        if checker is None:
+            return False
+        with self.lock:
+            return checker.collides(arm, torso)
+
+    def _route_arm(self, arm: Sequence[float], torso: float, must_arrive: bool = False) -> None:
+        """Move to a configuration, through via poses when the straight joint move would hit furniture."""
+        checker = self._collision_checker()
+        _, joints = self._joint_state()
+        start = (tuple(joints[name] for name in fetch_model.ARM_JOINTS), joints[fetch_model.TORSO_JOINT])
+        goal = (tuple(arm), torso)
+        route: list[tuple[tuple[float, ...], float]] = [goal]
+        if checker is not None:
+            candidates = [[goal]] + [[via, goal] for via in VIA_POSES] + \
+                [[first, second, goal] for first in VIA_POSES for second in VIA_POSES if first is not second]
+            with self.lock:
+                for candidate in candidates:
+                    points = [start, *candidate]
+                    if all(checker.segment_free(a[0], a[1], b[0], b[1]) for a, b in zip(points, points[1:])):
+                        route = candidate
+                        break
+        for index, (joints_target, torso_target) in enumerate(route):
+            last = index == len(route) - 1
+            self._move_arm(joints_target, torso_target, settle=5 if last else 1, must_arrive=must_arrive and last)
+
     def _reset_arm(self) -> None:
         """The reset before every attempt: fingers open unless holding, torso down, arm tucked."""
         self._phase("reset_arm")
         with self.lock:
             if not self.backend.held_object():
                 self.backend.open_gripper()
-        self._move_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO, settle=8)
+        self._route_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
 
-    def _solve(self, position: Sequence[float],
-               rotations: Sequence[np.ndarray]) -> tuple[tuple[float, ...], float, np.ndarray]:
+    def _solve(self, position: Sequence[float], rotations: Sequence[np.ndarray],
+               collision_free: bool = False) -> tuple[tuple[float, ...], float, np.ndarray]:
         """Arm joints, torso lift and the rotation used, for the grasp point at `position` (rotations in turn).
 
         Raises:
-            _Stop: UNREACHABLE when no rotation converges.
+            _Stop: UNREACHABLE when no rotation converges (to a collision-free configuration if asked).
         """
         base, joints = self._joint_state()
         closest = math.inf
+        colliding = 0
         for rotation in rotations:
             self.ik.set_robot(base, joints)
             solution = self.ik.solve(position, rotation)
             if solution.converged:
+                if collision_free and self._collides(solution.arm, solution.torso):
+                    colliding += 1
+                    continue
                 return solution.arm, solution.torso, rotation
             closest = min(closest, solution.position_error)
+        if colliding:
+            raise _Stop(SkillStatus.UNREACHABLE, f"every arm configuration reaching ({position[0]:.2f}, "
+                                                 f"{position[1]:.2f}, {position[2]:.2f}) hits furniture")
         raise _Stop(SkillStatus.UNREACHABLE, f"no arm configuration reaches ({position[0]:.2f}, {position[1]:.2f}, "
                                              f"{position[2]:.2f}); closest {closest:.3f} m off")
 
@@ -282,18 +335,14 @@ class PrivilegedSkills:
             arm, torso, _ = self._solve(start + fraction * (end - start), [rotation])
             self._move_arm(arm, torso, settle=2, must_arrive=must_arrive and fraction == 1.0)
 
-    def _ready_pose(self) -> None:
-        """Gripper raised in front of the robot (between the tucked pose and a target)."""
-        self._move_arm(READY_ARM, READY_TORSO)
-
     def _approach(self, point: np.ndarray, rotations: Sequence[np.ndarray],
                   back: float = 0.10) -> tuple[np.ndarray, np.ndarray]:
-        """Go to `back` metres before `point` along the approach of the first rotation that reaches both.
+        """Go to `back` metres before `point` along the approach of the first rotation that reaches both, with a
+        collision-free configuration before the target.
 
         Returns:
             (rotation, the point before the target).
         """
-        self._ready_pose()
         base, joints = self._joint_state()
         for rotation in rotations:
             before = point - back * rotation[:, 0]
@@ -302,11 +351,11 @@ class PrivilegedSkills:
                 continue
             self.ik.set_robot(base, joints)
             solution = self.ik.solve(before, rotation)
-            if solution.converged:
-                self._move_arm(solution.arm, solution.torso, must_arrive=True)
+            if solution.converged and not self._collides(solution.arm, solution.torso):
+                self._route_arm(solution.arm, solution.torso, must_arrive=True)
                 return rotation, before
         self._solve(point, rotations)
-        raise _Stop(SkillStatus.UNREACHABLE, "the approach pose before the target is out of reach")
+        raise _Stop(SkillStatus.UNREACHABLE, "no collision-free approach pose before the target")
 
     def _grip(self) -> tuple[np.ndarray, np.ndarray]:
         """Grasp point position and rotation matrix in the world."""
@@ -328,8 +377,7 @@ class PrivilegedSkills:
         except _Stop as stop:
             if stop.status is not SkillStatus.UNREACHABLE:
                 raise
-        self._ready_pose()
-        self._move_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
+        self._route_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
 
     # ---- scene -------------------------------------------------------------------------------------------------
     def _instance(self, name: str) -> InstanceState:
@@ -583,7 +631,7 @@ class PrivilegedSkills:
                 if stop.status is not SkillStatus.UNREACHABLE:
                     raise
         if chosen is None:
-            self._move_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
+            self._route_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
             return SkillStatus.UNREACHABLE, f"cannot hold {held} over {region.receptacle}"
         rotation, before = chosen
         self._phase("release")

@@ -1,0 +1,202 @@
+"""Benchmark of homiebot_executor: M3 skill success rates and wall times in the generated MuJoCo apartment, and the
+overhead of a /subtask round trip.
+
+Skill trials (no ROS): for each seed, a fresh apartment; then episodes of Go to (a random object or piece of
+furniture), Pick (a random object on an open surface or in a drawer after opening it), Put (on a random table, counter,
+desk, sofa or tv stand, or into the open fridge), Open and Close (the fridge door or a drawer). Each skill runs through
+the executor's attempt loop (up to 3 attempts, arm reset before each) exactly as /subtask runs it; a trial counts
+once per subtask. Prints per-skill first-attempt and subtask success rates, median and 90th-percentile wall time of a
+subtask, and the failure reasons.
+
+Round trip (ROS, `--round-trip`): the executor node in this process answers /subtask goals for End and for a
+subtask that fails its checks (F2), against a QueryScene server; the median is the executor's overhead without any
+skill simulation.
+
+    python bench/bench_executor.py --seeds 10            # skill rates (about 1 s per trial)
+    python bench/bench_executor.py --round-trip          # /subtask overhead
+Results go to bench/results/executor.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results" / "executor.json"
+SURFACE_MODELS = ("table", "counter", "desk", "sofa", "tv_stand")
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def skill_trials(seeds: list[int], episodes: int) -> dict[str, Any]:
+    """Run the skill episodes; returns per-skill statistics."""
+    from habitat_bridge import apartment
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+    from habitat_bridge.scene_spec import Articulation
+
+    from homiebot_executor.execution import run_attempts
+    from homiebot_executor.policies.privileged import PrivilegedSkills
+    from homiebot_executor.skills import SkillGoal
+
+    backend = MujocoBackend()
+    records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    skills = None
+
+    def attempt(action: str, goal: SkillGoal) -> bool:
+        started = time.perf_counter()
+        result = run_attempts(action, goal, lambda g, number: skills.run(g), lambda: backend.held_object() or "")
+        wall = time.perf_counter() - started
+        first = result.attempts[0] if result.attempts else None
+        records[goal.skill].append({
+            "success": result.success, "first_attempt": bool(first and first.success), "wall_s": wall,
+            "attempts": len(result.attempts), "error_type": result.error_type,
+            "reasons": [outcome.status.value + (": " + outcome.message if outcome.message else "")
+                        for outcome in result.attempts if not outcome.success],
+            "sim_steps": sum(outcome.sim_steps for outcome in result.attempts),
+        })
+        return result.success
+
+    for seed in seeds:
+        rng = random.Random(seed)
+        spec_seed = seed
+        backend.reset(apartment.generate_apartment(spec_seed))
+        skills = PrivilegedSkills(backend)
+        spec = backend.spec
+        for _ in range(episodes):
+            states = [state for state in backend.object_states() if state.kind == "object"]
+            free = [state for state in states if not state.inside or state.receptacle.startswith("kitchen_drawer")]
+            # Go to a random place or object.
+            pieces = [piece.name for piece in spec.furniture if piece.model != "tv"]
+            target = rng.choice(pieces + [state.name for state in states])
+            attempt("Go to", SkillGoal("navigate", target,
+                                       target_kind="object" if target in {s.name for s in states} else "place"))
+            # Open and close the fridge or a drawer.
+            containers = [state.name for state in backend.container_states()
+                          if not spec.owner_of(state.name).model == "cabinet"]
+            part = rng.choice(containers)
+            attempt("Go to", SkillGoal("navigate", part))
+            attempt("Open", SkillGoal("open", part))
+            attempt("Close", SkillGoal("close", part))
+            # Pick something (opening its drawer first), then put it somewhere.
+            if not free:
+                continue
+            obj = rng.choice(free)
+            item = spec.item(obj.receptacle)
+            drawer = item.name if isinstance(item, Articulation) else None
+            if drawer:
+                attempt("Go to", SkillGoal("navigate", drawer))
+                attempt("Open", SkillGoal("open", drawer))
+            attempt("Go to", SkillGoal("navigate", obj.name, target_kind="object"))
+            picked = attempt("Pick", SkillGoal("pick", obj.name))
+            if drawer:
+                attempt("Close", SkillGoal("close", drawer))
+            if not picked:
+                continue
+            places = [piece.name for piece in spec.furniture if piece.model in SURFACE_MODELS]
+            into_fridge = rng.random() < 0.25
+            fridge = next((piece for piece in spec.furniture if piece.model == "fridge"), None)
+            if into_fridge and fridge is not None:
+                door = fridge.articulations[0].name
+                attempt("Go to", SkillGoal("navigate", door))
+                attempt("Open", SkillGoal("open", door)) if not backend.held_object() else None
+                place = fridge.name
+            else:
+                place = rng.choice(places)
+            attempt("Go to", SkillGoal("navigate", place))
+            attempt("Put", SkillGoal("put", backend.held_object() or obj.name, place=place))
+            if backend.held_object():
+                backend.open_gripper()
+                backend.step(0.5)
+    backend.close()
+    summary: dict[str, Any] = {}
+    for skill, rows in sorted(records.items()):
+        walls = [row["wall_s"] for row in rows]
+        reasons = Counter(reason.split(":")[0] + ":" + ":".join(reason.split(":")[1:2])[:60]
+                          for row in rows for reason in row["reasons"])
+        summary[skill] = {
+            "trials": len(rows),
+            "subtask_success_rate": sum(row["success"] for row in rows) / len(rows),
+            "first_attempt_success_rate": sum(row["first_attempt"] for row in rows) / len(rows),
+            "median_wall_s": statistics.median(walls),
+            "p90_wall_s": percentile(walls, 0.9),
+            "median_sim_steps": statistics.median(row["sim_steps"] for row in rows),
+            "failure_reasons": dict(reasons.most_common(8)),
+        }
+    return summary
+
+
+def round_trip(count: int) -> dict[str, Any]:
+    """Median /subtask round trip for End and an F2 failure (no skill simulation)."""
+    import rclpy
+    from emmoe_interfaces.action import ExecuteSubtask
+    from emmoe_interfaces.msg import Subtask
+    from rclpy.action import ActionClient
+    from rclpy.executors import MultiThreadedExecutor
+
+    from homiebot_executor.executor_node import ExecutorNode
+    from homiebot_executor.test_support import StaticSceneServer
+
+    rclpy.init()
+    scene = StaticSceneServer()
+    executor_node = ExecutorNode()
+    client_node = rclpy.create_node("bench_client")
+    spinner = MultiThreadedExecutor()
+    for node in (scene, executor_node):
+        spinner.add_node(node)
+    import threading
+    thread = threading.Thread(target=spinner.spin, daemon=True)
+    thread.start()
+    client = ActionClient(client_node, ExecuteSubtask, "/subtask")
+    client.wait_for_server(timeout_sec=10)
+    timings: dict[str, list[float]] = {"End": [], "F2": []}
+    for label, subtask in (("End", Subtask(action="End", model="None")),
+                           ("F2", Subtask(action="Pick", target="spaceship", model="RT-1-X"))):
+        for _ in range(count):
+            started = time.perf_counter()
+            future = client.send_goal_async(ExecuteSubtask.Goal(subtask=subtask))
+            rclpy.spin_until_future_complete(client_node, future)
+            result_future = future.result().get_result_async()
+            rclpy.spin_until_future_complete(client_node, result_future)
+            timings[label].append((time.perf_counter() - started) * 1000)
+    spinner.shutdown()
+    rclpy.shutdown()
+    return {label: {"median_ms": statistics.median(values), "p90_ms": percentile(values, 0.9)}
+            for label, values in timings.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen parts and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=6, help="apartments (seeds 0..N-1)")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--episodes", type=int, default=3, help="episodes per apartment")
+    parser.add_argument("--round-trip", action="store_true", help="measure the /subtask overhead instead")
+    parser.add_argument("--count", type=int, default=50, help="round trips per case")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    if args.round_trip:
+        figures = round_trip(args.count)
+        results["round_trip"] = figures
+    else:
+        figures = skill_trials(list(range(args.first_seed, args.first_seed + args.seeds)), args.episodes)
+        results["skills"] = {"seeds": args.seeds, "first_seed": args.first_seed, "episodes": args.episodes,
+                             "per_skill": figures}
+    print(json.dumps(figures, indent=1))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

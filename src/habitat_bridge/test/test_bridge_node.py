@@ -1,0 +1,83 @@
+"""The bridge node in its own process, driven by a client in the test process over DDS."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from habitat_bridge.bridge_node import READY_LINE
+from habitat_bridge.scene_spec import SceneSpec, save_scene_spec
+
+pytestmark = pytest.mark.ros
+
+
+def _call(node, executor, service_type, name: str, request, timeout: float = 30.0):
+    client = node.create_client(service_type, name)
+    assert client.wait_for_service(timeout_sec=timeout), f"{name} not available"
+    future = client.call_async(request)
+    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    assert future.done(), f"{name} did not answer"
+    return future.result()
+
+
+def test_node_serves_observations_queries_resets_and_drives(ros_process, ros_node_factory, compact_spec: SceneSpec,
+                                                            tmp_path: Path) -> None:
+    from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
+    from geometry_msgs.msg import Twist
+    from nav_msgs.msg import Odometry
+    from rclpy.executors import SingleThreadedExecutor
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import Image, JointState
+
+    scene = save_scene_spec(compact_spec, tmp_path / "kitchen.json")
+    ros_process("-m", "habitat_bridge.bridge_node", "--ros-args", "-p", f"scene_path:={scene}",
+                "-p", "camera_rate_hz:=5.0", ready=READY_LINE, timeout=60)
+    node = ros_node_factory("bridge_client")
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    received: dict[str, object] = {}
+    for topic, message_type in (("/head_camera/left/image_raw", Image), ("/odom", Odometry),
+                                ("/joint_states", JointState), ("/clock", Clock)):
+        node.create_subscription(message_type, topic, lambda message, topic=topic: received.__setitem__(topic,
+                                                                                                         message), 10)
+    try:
+        observation = _call(node, executor, GetObservation, "/sim/get_observation",
+                            GetObservation.Request(include_depth=True))
+        assert observation.success, observation.error_msg
+        assert (observation.front.width, observation.right.height, len(observation.depth)) == (256, 256, 4)
+        assert "fridge" in {name for item in observation.visible for name in item.names}
+
+        bad = _call(node, executor, ResetEpisode, "/sim/reset_episode", ResetEpisode.Request(scene_json="{}"))
+        assert (bad.success, bad.error_code) == (False, ResetEpisode.Response.INVALID_SPEC)
+        unknown = _call(node, executor, QueryScene, "/sim/query_scene", QueryScene.Request(names=["unicorn"]))
+        assert unknown.error_code == QueryScene.Response.UNKNOWN_NAME
+        query = _call(node, executor, QueryScene, "/sim/query_scene", QueryScene.Request(names=["fridge"]))
+        assert query.success and [item.name for item in query.containers] == ["fridge_0_door"]
+
+        deadline = time.monotonic() + 20
+        while len(received) < 4 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert set(received) == {"/head_camera/left/image_raw", "/odom", "/joint_states", "/clock"}
+        assert "elbow_flex_joint" in received["/joint_states"].name
+        start_y = received["/odom"].pose.pose.position.y
+
+        publisher = node.create_publisher(Twist, "/cmd_vel", 10)
+        command = Twist()
+        command.linear.x = 0.4  # the robot starts facing +y
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            publisher.publish(command)
+            executor.spin_once(timeout_sec=0.05)
+        assert received["/odom"].pose.pose.position.y > start_y + 0.2
+        clock = received["/clock"].clock
+        assert clock.sec + clock.nanosec * 1e-9 > 1.0
+
+        again = _call(node, executor, ResetEpisode, "/sim/reset_episode",
+                      ResetEpisode.Request(scene_json=json.dumps(compact_spec.to_dict())))
+        assert again.success and again.episode_id == "compact_0"
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()

@@ -1,0 +1,85 @@
+"""`homiebot sim render` and `homiebot sim view` (the command module is a thin wrapper over habitat_bridge.tools),
+and the choice of the headless GL platform."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from habitat_bridge import tools
+from habitat_bridge.backends.gl_platform import configure_gl_platform
+from habitat_bridge.scene_spec import SceneSpec, save_scene_spec
+from homiebot.cli import main
+
+
+def test_render_writes_four_256_views_of_a_spec(compact_spec: SceneSpec, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    scene = save_scene_spec(compact_spec, tmp_path / "kitchen.json")
+    assert main(["sim", "render", "--scene", str(scene), "--out", str(tmp_path / "views")]) == 0
+    written = capsys.readouterr().out.split()
+    assert [Path(path).name for path in written] == ["front.png", "left.png", "back.png", "right.png"]
+    images = [np.asarray(Image.open(path)) for path in written]
+    assert all(image.shape == (256, 256, 3) for image in images)
+    assert len({image.tobytes() for image in images}) == 4  # four different directions
+
+
+def test_render_a_task_with_third_person_views(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.tsv"
+    tasks.write_text("id\tinstruction\n7\tput the bowl on the sofa\n")
+    out = tmp_path / "task"
+    assert main(["sim", "render", "--task", "7", "--tasks-file", str(tasks), "--out", str(out), "--third-person",
+                 "--size", "64"]) == 0
+    names = sorted(path.name for path in out.iterdir())
+    assert names == sorted(["front.png", "left.png", "back.png", "right.png", "third_front.png", "third_left.png",
+                            "third_back.png", "third_right.png"])
+    assert Image.open(out / "third_back.png").size == (64, 64)
+
+
+def test_view_draws_a_labelled_map(tmp_path: Path, official_scene_path: Path) -> None:
+    out = tmp_path / "map.png"
+    assert main(["sim", "view", "--seed", "2", "--out", str(out)]) == 0
+    image = np.asarray(Image.open(out))
+    assert image.shape[0] > 300 and image.shape[1] > 400
+    assert main(["sim", "view", "--scene", str(official_scene_path), "--out", str(tmp_path / "official.png")]) == 0
+
+
+def test_user_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "render", "--scene", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    assert "missing.json: cannot read" in capsys.readouterr().err
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"schema": "homiebot-scene", "version": 1}))
+    assert main(["sim", "view", "--scene", str(broken)]) == 2
+    assert "broken.json: name: missing" in capsys.readouterr().err
+    assert main(["sim", "view", "--scene", str(broken), "--task", "3"]) == 2
+    assert "either --scene or --task" in capsys.readouterr().err
+    tasks = tmp_path / "tasks.tsv"
+    tasks.write_text("id\tinstruction\n1\tfind an apple\n")
+    assert main(["sim", "view", "--task", "99", "--tasks-file", str(tasks)]) == 2
+    assert "no task with id 99" in capsys.readouterr().err
+
+
+def test_task_instruction_lookup(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.tsv"
+    tasks.write_text("id\tinstruction\n3\tfind a cold apple\n")
+    assert tools.task_instruction(3, tasks) == "find a cold apple"
+    spec = tools.choose_scene(tools.SceneChoice(task_id=3, tasks_file=str(tasks)))
+    assert any(obj.canonical == "013_apple" and obj.receptacle.startswith("fridge") for obj in spec.objects)
+
+
+def test_gl_platform_is_chosen_before_mujoco_loads() -> None:
+    environ: dict[str, str] = {}
+    assert configure_gl_platform(environ, probe=lambda: True) == "egl" and environ == {"MUJOCO_GL": "egl"}
+    environ = {}
+    assert configure_gl_platform(environ, probe=lambda: False) == "osmesa"
+    assert environ == {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
+
+    def never_called() -> bool:
+        raise AssertionError("the user's choice is not probed")
+
+    environ = {"MUJOCO_GL": "osmesa"}
+    assert configure_gl_platform(environ, probe=never_called) == "osmesa"
+    assert environ["PYOPENGL_PLATFORM"] == "osmesa"
