@@ -94,25 +94,22 @@ def skill_trials(seeds: list[int], episodes: int) -> dict[str, Any]:
             obj = rng.choice(free)
             item = spec.item(obj.receptacle)
             drawer = item.name if isinstance(item, Articulation) else None
+            fridge = next((piece for piece in spec.furniture if piece.model == "fridge"), None)
+            into_fridge = fridge is not None and rng.random() < 0.25
+            if into_fridge:
+                # The planner's rule: open the receptacle before picking (the hand must be empty to open).
+                door = fridge.articulations[0].name
+                attempt("Go to", SkillGoal("navigate", door))
+                attempt("Open", SkillGoal("open", door))
             if drawer:
                 attempt("Go to", SkillGoal("navigate", drawer))
                 attempt("Open", SkillGoal("open", drawer))
             attempt("Go to", SkillGoal("navigate", obj.name, target_kind="object"))
             picked = attempt("Pick", SkillGoal("pick", obj.name))
-            if drawer:
-                attempt("Close", SkillGoal("close", drawer))
             if not picked:
                 continue
             places = [piece.name for piece in spec.furniture if piece.model in SURFACE_MODELS]
-            into_fridge = rng.random() < 0.25
-            fridge = next((piece for piece in spec.furniture if piece.model == "fridge"), None)
-            if into_fridge and fridge is not None:
-                door = fridge.articulations[0].name
-                attempt("Go to", SkillGoal("navigate", door))
-                attempt("Open", SkillGoal("open", door)) if not backend.held_object() else None
-                place = fridge.name
-            else:
-                place = rng.choice(places)
+            place = fridge.name if into_fridge else rng.choice(places)
             attempt("Go to", SkillGoal("navigate", place))
             attempt("Put", SkillGoal("put", backend.held_object() or obj.name, place=place))
             if backend.held_object():

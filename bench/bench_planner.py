@@ -175,7 +175,7 @@ def smollm2_figures(threads: int, states: int, max_new_tokens: int) -> dict[str,
     for label, (example, constrained) in settings.items():
         backend.config = replace(backend.config, constrained=constrained)
         config = PlannerConfig(in_context_example=example, max_samples=1, max_new_tokens=max_new_tokens)
-        rows = []
+        rows: list[dict[str, Any]] = []
         step_seconds = []
         meter.tokens, meter.seconds = 0, 0.0
         for state in STATES[:states]:

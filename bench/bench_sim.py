@@ -34,6 +34,7 @@ def rss_mb() -> float:
 
 
 def median_ms(samples: list[float]) -> float:
+    """Median of seconds, in milliseconds."""
     return statistics.median(samples) * 1000
 
 
@@ -105,6 +106,7 @@ def bench_resets(backend: MujocoBackend, count: int) -> dict[str, float]:
 
 
 def main() -> int:
+    """Run the four measurements, print them against their goals, write the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--renders", type=int, default=100, help="timed four-view renders")
     parser.add_argument("--physics-seconds", type=float, default=20.0, help="simulated seconds timed")

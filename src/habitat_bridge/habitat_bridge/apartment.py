@@ -107,6 +107,7 @@ class _Plan:
     furniture: list[Furniture] = field(default_factory=list)
 
     def name(self, stem: str) -> str:
+        """The next free instance name for a stem ("chair" -> "chair_0", "chair_1", ...)."""
         index = self.counters.get(stem, 0)
         self.counters[stem] = index + 1
         return f"{stem}_{index}"
@@ -121,6 +122,7 @@ class _Plan:
         return Pose2D(round(x, 4), round(y, 4), round(yaw, 6))
 
     def bounds(self, xmin: float, ymin: float, xmax: float, ymax: float) -> tuple[float, float, float, float]:
+        """Template room bounds, mirrored as this plan says."""
         if self.mirror_x:
             xmin, xmax = WIDTH - xmax, WIDTH - xmin
         if self.mirror_y:
@@ -129,6 +131,7 @@ class _Plan:
 
     def add(self, canonical: str, x: float, y: float, yaw: float, room: str, *, size: Sequence[float] | None = None,
             elevation: float = 0.0, slots: Sequence[str] = ()) -> Furniture:
+        """Add a piece of a catalogue kind at a template pose, with articulations for the given slots."""
         kind = catalog.FURNITURE_KINDS[canonical]
         name = self.name(kind.short_name)
         dimensions = tuple(size) if size is not None else kind.size
@@ -267,15 +270,23 @@ def _place_objects(plan: _Plan, base: SceneSpec, requests: Sequence[ObjectReques
 
 
 def _robot_start(plan: _Plan, spec: SceneSpec) -> RobotStart:
-    grid = occupancy.occupancy_grid(spec, 0.05).inflated(occupancy.ROBOT_RADIUS + 0.05)
+    """A free spot in the living room or kitchen, clear of furniture by 0.6 m where possible, facing roughly towards
+    the middle of the apartment (so the front view looks into the room rather than at a wall)."""
     living = next(room for room in spec.rooms if room.kind == "living_room")
     kitchen = next(room for room in spec.rooms if room.kind == "kitchen")
-    for _ in range(200):
-        room = living if plan.rng.random() < 0.6 else kitchen
-        xmin, ymin, xmax, ymax = room.bounds
-        x, y = plan.rng.uniform(xmin, xmax), plan.rng.uniform(ymin, ymax)
-        if grid.is_free(x, y):
-            return RobotStart(Pose2D(round(x, 3), round(y, 3), round(plan.rng.uniform(-math.pi, math.pi), 4)))
+    xmin, ymin, xmax, ymax = spec.bounds()
+    middle = ((xmin + xmax) / 2, (ymin + ymax) / 2)
+    base = occupancy.occupancy_grid(spec, 0.05)
+    for clearance in (0.6, occupancy.ROBOT_RADIUS + 0.05):
+        grid = base.inflated(clearance)
+        for _ in range(200):
+            room = living if plan.rng.random() < 0.6 else kitchen
+            rx0, ry0, rx1, ry1 = room.bounds
+            x, y = plan.rng.uniform(rx0, rx1), plan.rng.uniform(ry0, ry1)
+            if grid.is_free(x, y):
+                yaw = math.atan2(middle[1] - y, middle[0] - x) + plan.rng.uniform(-0.6, 0.6)
+                return RobotStart(Pose2D(round(x, 3), round(y, 3), round(math.atan2(math.sin(yaw), math.cos(yaw)),
+                                                                              4)))
     raise SceneSpecError("apartment: found no free spot for the robot")
 
 
@@ -342,6 +353,13 @@ _FRUIT = tuple(sorted(name for name, kind in catalog.OBJECT_KINDS.items() if kin
 _PREPOSITIONS = {"on", "in", "from", "inside", "at"}
 _ARTICLES = {"the", "a", "an"}
 _CHILLED = {"cold", "frozen", "chilled", "refrigerated"}
+# "clean up the sofa", "all items on the tv stand", "the fruit in the fridge": several objects start there.
+_CLEAN = {"clean", "tidy"}
+_COLLECTIVE = {"items", "everything", "things", "objects", "stuff", "food", "fruit", "fruits"}
+# "place all items in the fridge" names a destination, unless a "to"/"into" follows ("put all items on the sofa
+# to the tv stand").
+_PLACING = {"put", "place", "move", "bring", "take", "carry"}
+_TOWARDS = {"to", "into", "onto"}
 
 
 def _phrases(words: Sequence[str], table_filter: Container[str]) -> list[tuple[int, int, list[str]]]:
@@ -393,9 +411,38 @@ def task_object_requests(instruction: str, rng: random.Random) -> list[ObjectReq
                 region = "sink" if "sink" in phrase else "drawer" if "drawer" in phrase else ""
                 where = ObjectRequest(canonical, names[0], region)
         requests.extend([where, ObjectRequest(canonical)])
+    for start, (end, names) in sorted(furniture_phrases.items()):
+        kinds = _collection_before(words, start, end)
+        if kinds:
+            phrase = words[start:end]
+            region = "sink" if "sink" in phrase else "drawer" if "drawer" in phrase else ""
+            requests.extend(ObjectRequest(name, names[0], region) for name in rng.sample(kinds, 3))
     if "fruit" in words:
         requests.extend(ObjectRequest(name) for name in rng.sample(_FRUIT, 3))
     return requests
+
+
+def _collection_before(words: Sequence[str], start: int, end: int) -> tuple[str, ...]:
+    """Object kinds an instruction implies lie on the furniture phrase words[start:end] ("clean up the sofa",
+    "all items on the tv stand", "the fruit in the fridge"); empty when it implies none."""
+    position = start - 1
+    while position >= 0 and words[position] in _ARTICLES:
+        position -= 1
+    if position < 0:
+        return ()
+    before = set(words[max(0, position - 3): position])
+    placing = bool(set(words[max(0, position - 5): position]) & _PLACING)
+    if placing and not set(words[end:]) & _TOWARDS:
+        return ()
+    if words[position] in _PREPOSITIONS and before & _COLLECTIVE:
+        if before & {"fruit", "fruits"}:
+            return _FRUIT
+        if "food" in before:
+            return tuple(sorted(name for name, kind in catalog.OBJECT_KINDS.items() if kind.food))
+        return tuple(sorted(catalog.OBJECT_KINDS))
+    cleaning = words[position] in _CLEAN or (words[position] == "up" and position > 0
+                                               and words[position - 1] in _CLEAN)
+    return tuple(sorted(catalog.OBJECT_KINDS)) if cleaning else ()
 
 
 def scene_for_task(task_id: int, instruction: str = "") -> SceneSpec:

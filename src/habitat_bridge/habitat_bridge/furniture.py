@@ -13,7 +13,6 @@ moving part; other drawer slots are closed fronts.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 Vec3 = tuple[float, float, float]
@@ -424,8 +423,3 @@ def _shelf(length: float, depth: float, height: float, slots: tuple[str, ...]) -
         surfaces.append(Surface(f"shelf_{index}", (0.0, -0.01, z), inner_half, False, upper - z - 0.02))
     return static, [], surfaces
 
-
-def rotate_z(point: tuple[float, float], yaw: float) -> tuple[float, float]:
-    """Rotate a planar point about the origin by yaw (radians)."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    return c * point[0] - s * point[1], s * point[0] + c * point[1]

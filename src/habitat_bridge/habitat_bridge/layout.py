@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from habitat_bridge.furniture import Box, Surface
-from habitat_bridge.scene_spec import Articulation, Furniture, SceneObject, SceneSpec, SceneSpecError
+from habitat_bridge.scene_spec import Furniture, SceneObject, SceneSpec, SceneSpecError
 
 
 @dataclass(frozen=True)
@@ -188,11 +188,3 @@ def world_boxes(piece: Furniture, joint_positions: dict[str, float] | None = Non
             result.append((replace(box, center=world), part.key))
     return result
 
-
-def articulation_of(spec: SceneSpec, name: str) -> tuple[Furniture, Articulation] | None:
-    """(furniture, articulation) for an articulation name."""
-    for piece in spec.furniture:
-        for articulation in piece.articulations:
-            if articulation.name == name:
-                return piece, articulation
-    return None

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -208,11 +208,6 @@ class Articulation:
             raise _fail("open_threshold", f"{self.open_threshold} is outside the range {list(self.range)}")
         if not lower <= _number(self.initial, "initial") <= upper:
             raise _fail("initial", f"{self.initial} is outside the range {list(self.range)}")
-
-    @property
-    def is_open_initially(self) -> bool:
-        """Whether the part starts open."""
-        return self.initial >= self.open_threshold
 
 
 @dataclass(frozen=True)
@@ -443,10 +438,6 @@ class SceneSpec:
         return (min(room.bounds[0] for room in self.rooms), min(room.bounds[1] for room in self.rooms),
                 max(room.bounds[2] for room in self.rooms), max(room.bounds[3] for room in self.rooms))
 
-    def room_at(self, x: float, y: float) -> Room | None:
-        """The room whose floor contains (x, y)."""
-        return next((room for room in self.rooms if room.contains(x, y)), None)
-
     def with_seed(self, seed: int) -> SceneSpec:
         """The same scene with another seed (objects without an offset land elsewhere)."""
         return replace(self, seed=seed)
@@ -642,14 +633,3 @@ def save_scene_spec(spec: SceneSpec, path: str | Path) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
 
-
-def instance_names(spec: SceneSpec) -> Iterable[str]:
-    """Every named thing in the scene: rooms, furniture, articulations, objects."""
-    for room in spec.rooms:
-        yield room.name
-    for piece in spec.furniture:
-        yield piece.name
-        for articulation in piece.articulations:
-            yield articulation.name
-    for obj in spec.objects:
-        yield obj.name

@@ -19,16 +19,12 @@ def _rectangle_corners(center: tuple[float, float], half: tuple[float, float], y
     return corners
 
 
-def draw_topdown(spec: SceneSpec, path: str | Path, *, robot_pose: tuple[float, float, float] | None = None,
-                 object_positions: dict[str, tuple[float, float]] | None = None, labels: bool = True,
-                 dpi: int = 110) -> Path:
-    """Write a PNG top-down map of a scene.
+def draw_topdown(spec: SceneSpec, path: str | Path, *, labels: bool = True, dpi: int = 110) -> Path:
+    """Write a PNG top-down map of a scene at its start: rooms, walls, furniture, objects, the robot's start pose.
 
     Args:
-        spec: the scene (objects need resolved offsets unless `object_positions` gives them).
+        spec: the scene (objects need resolved offsets, see layout.resolve_offsets).
         path: output PNG path.
-        robot_pose: (x, y, yaw) to draw instead of the spec's start pose.
-        object_positions: object name -> (x, y) to draw instead of the start positions (a live simulator's state).
         labels: write furniture and object names.
         dpi: resolution.
     """
@@ -63,17 +59,13 @@ def draw_topdown(spec: SceneSpec, path: str | Path, *, robot_pose: tuple[float, 
             axes.text(piece.pose.x, piece.pose.y, piece.name, fontsize=6.5, ha="center", va="center", zorder=6,
                       bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.7, "linewidth": 0})
     for obj in spec.objects:
-        if object_positions and obj.name in object_positions:
-            x, y = object_positions[obj.name]
-        else:
-            x, y, _, _ = layout.object_start_pose(spec, obj)
+        x, y, _, _ = layout.object_start_pose(spec, obj)
         axes.add_patch(Circle((x, y), max(0.05, layout.footprint_radius(obj)), facecolor=obj.color,
                               edgecolor="black", linewidth=0.6, zorder=7))
         if labels:
             axes.annotate(obj.name + (" (in)" if obj.inside else ""), (x, y), xytext=(4, 4),
                           textcoords="offset points", fontsize=5.5, zorder=8, color="0.1")
-    rx, ry, ryaw = robot_pose if robot_pose is not None else (spec.robot.pose.x, spec.robot.pose.y,
-                                                              spec.robot.pose.yaw)
+    rx, ry, ryaw = spec.robot.pose.x, spec.robot.pose.y, spec.robot.pose.yaw
     axes.add_patch(Circle((rx, ry), 0.28, facecolor="0.95", edgecolor="black", linewidth=1.0, zorder=9))
     axes.add_patch(FancyArrow(rx, ry, 0.35 * math.cos(ryaw), 0.35 * math.sin(ryaw), width=0.05, color="tab:red",
                               zorder=10))

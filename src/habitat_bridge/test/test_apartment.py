@@ -84,6 +84,16 @@ def test_instructions_name_objects_and_where_they_are(instruction: str, expected
     assert Counter(request.canonical for request in requests)[expected[0]] == 2
 
 
+@pytest.mark.parametrize(("instruction", "receptacle"), [
+    ("clean up the brown table and place all items in the fridge", "frl_apartment_table_01"),
+    ("put all items on the sofa to the tvstand", "frl_apartment_sofa"),
+    ("check if there is food on the sofa then put them in the fridge if so", "frl_apartment_sofa"),
+])
+def test_instructions_about_several_items_put_three_there(instruction: str, receptacle: str) -> None:
+    requests = apartment.task_object_requests(instruction, random.Random(0))
+    assert [request.receptacle for request in requests] == [receptacle] * 3  # never the destination
+
+
 def test_task_scene_places_the_named_object_where_the_instruction_says() -> None:
     spec = apartment.scene_for_task(100, "put the green_can on the brown_table to the fridge")
     assert spec.name == "task_100"

@@ -34,13 +34,14 @@ def test_node_serves_observations_queries_resets_and_drives(ros_process, ros_nod
 
     scene = save_scene_spec(compact_spec, tmp_path / "kitchen.json")
     ros_process("-m", "habitat_bridge.bridge_node", "--ros-args", "-p", f"scene_path:={scene}",
-                "-p", "camera_rate_hz:=5.0", ready=READY_LINE, timeout=60)
+                "-p", "camera_rate_hz:=5.0", "-p", "publish_depth:=true", ready=READY_LINE, timeout=60)
     node = ros_node_factory("bridge_client")
     executor = SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
     received: dict[str, object] = {}
-    for topic, message_type in (("/head_camera/left/image_raw", Image), ("/odom", Odometry),
-                                ("/joint_states", JointState), ("/clock", Clock)):
+    topics = (("/head_camera/left/image_raw", Image), ("/head_camera/back/depth/image_raw", Image),
+              ("/odom", Odometry), ("/joint_states", JointState), ("/clock", Clock))
+    for topic, message_type in topics:
         node.create_subscription(message_type, topic, lambda message, topic=topic: received.__setitem__(topic,
                                                                                                          message), 10)
     try:
@@ -58,9 +59,10 @@ def test_node_serves_observations_queries_resets_and_drives(ros_process, ros_nod
         assert query.success and [item.name for item in query.containers] == ["fridge_0_door"]
 
         deadline = time.monotonic() + 20
-        while len(received) < 4 and time.monotonic() < deadline:
+        while len(received) < len(topics) and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
-        assert set(received) == {"/head_camera/left/image_raw", "/odom", "/joint_states", "/clock"}
+        assert set(received) == {topic for topic, _ in topics}
+        assert received["/head_camera/back/depth/image_raw"].encoding == "32FC1"
         assert "elbow_flex_joint" in received["/joint_states"].name
         start_y = received["/odom"].pose.pose.position.y
 

@@ -389,6 +389,16 @@ def test_containers_from_articulated_links(loaded: HabitatBackend) -> None:
     assert loaded.container_states(["drawer"])[0].position == 0.5  # clipped to the joint limit
 
 
+def test_pinned_torso_and_head_are_reported_once(loaded: HabitatBackend, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING"):
+        loaded.set_torso_target(0.3)
+        loaded.set_head_target(0.1, 0.2)
+    assert [record.getMessage() for record in caplog.records] == [
+        "habitat-lab's FetchRobot pins torso and head; torso and head targets are ignored"]
+    with pytest.raises(ValueError):
+        loaded.set_torso_target(float("nan"))
+
+
 def test_occupancy_from_the_navmesh_is_flipped_into_z_up(loaded: HabitatBackend) -> None:
     grid = loaded.occupancy_grid(0.1)
     assert grid.origin == pytest.approx((-1.0, -1.0))

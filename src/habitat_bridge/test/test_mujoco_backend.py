@@ -62,9 +62,9 @@ def test_views_depth_and_segmentation_agree_with_ray_casts(fresh: MujocoBackend)
                 local = np.array([column + 0.5 - 128, 128 - (row + 0.5), -focal])
                 direction = rotation @ (local / np.linalg.norm(local))
                 geom = np.array([-1], dtype=np.int32)
-                # Groups 0, 2, 3: scene geoms; the robot (1) and the invisible floor plane (4) are skipped.
+                # Groups 0 and 3: scene geoms; the robot (1, 2) and the invisible floor plane (4) are skipped.
                 distance = mujoco.mj_ray(model, data, data.cam_xpos[camera], direction,
-                                         np.array([1, 0, 1, 1, 0, 0], dtype=np.uint8), 1, -1, geom)
+                                         np.array([1, 0, 0, 1, 0, 0], dtype=np.uint8), 1, -1, geom)
                 if distance < 0:
                     continue
                 along_axis = distance * focal / np.linalg.norm(local)
@@ -317,6 +317,8 @@ def test_mink_inverse_kinematics_drives_the_arm_to_a_grasp() -> None:
         simulator.step(3.0)
         simulator.set_arm_targets(solve((x, y, z + box.size[2] / 2 + 0.02)))
         simulator.step(2.0)
+        tree = int(model.body_treeid[model.body("obj/cracker_box_0").id])
+        assert data.tree_asleep[tree] >= 0  # resting objects sleep; the weld wakes it
         assert simulator.close_gripper() == "cracker_box_0"
         simulator.set_arm_targets(above)
         simulator.step(2.0)

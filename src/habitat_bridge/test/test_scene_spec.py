@@ -115,3 +115,13 @@ def test_official_episode_errors_name_the_field(official_scene_path: Path) -> No
     data["episodes"][0]["rigid_objs"][3][1] = [[1, 2], [3, 4]]
     with pytest.raises(SceneSpecError, match=r"^episodes\[0\]\.rigid_objs\[3\]\[1\]: expected a 4x4 matrix"):
         parse_official_episode(data)
+
+
+def test_the_readme_example_is_a_valid_spec() -> None:
+    import re
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    example = re.search(r"```yaml\n(.*?)```", readme.read_text(), re.S)
+    assert example is not None
+    spec = spec_from_text(example.group(1), "README.md")
+    assert [obj.receptacle for obj in spec.objects] == ["kitchen_drawer_0", "fridge_0"]

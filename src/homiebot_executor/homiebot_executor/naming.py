@@ -7,7 +7,9 @@ Rules (the benchmark's name mapping, section 3 of the spec):
 - a name containing the word "drawer" refers to the drawers of the matching furniture (the alias table maps
   "drawer" to the kitchen counter, so the release looked for the word itself; so do we), and for Open the nearest
   closed drawer is preferred, for Close and Put the nearest open one;
-- for Open and Close a name refers to the articulated parts of the matching furniture ("fridge" -> its door).
+- for Open and Close a name refers to the articulated parts of the matching furniture ("fridge" -> its door);
+- a part's own instance name ("fridge_0_door", "kitchen_drawer_1") resolves to that part;
+- rooms come after furniture and objects ("kitchen" names the kitchen counter before the kitchen room).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class NameResolver:
             return []
         found = [item for item in snapshot.objects
                  if normalize(item.name) == key or self.aliases.matches(written, item.canonical)]
-        return sorted(found, key=lambda item: (item.distance, item.name))
+        return sorted(found, key=lambda item: (item.kind == "room", item.distance, item.name))
 
     def knows(self, written: str) -> bool:
         """Whether the alias table knows the name at all."""
@@ -84,9 +86,12 @@ class NameResolver:
 
         Drawers and doors are attached as `container` when the action concerns them (see the module docstring).
         """
+        verb = action.lower()
+        exact = next((part for part in snapshot.containers if normalize(part.name) == normalize(written)), None)
+        if exact is not None and snapshot.object(exact.owner) is not None:
+            return ResolvedTarget(written, snapshot.object(exact.owner), exact)  # type: ignore[arg-type]
         candidates = self.matching_instances(written, snapshot)
         parts = self._matching_parts(written, snapshot)
-        verb = action.lower()
         if names_drawer(written):
             drawers = [part for part in parts if part.is_drawer]
             if drawers:

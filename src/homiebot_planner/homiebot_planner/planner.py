@@ -179,7 +179,7 @@ class Planner:
         """System prompt, optional in-context example, the conversation window and the current turn."""
         messages = [ChatMessage("system", self._system)]
         if self.config.in_context_example:
-            example = in_context_example(self.config.request_variant, self.observation_mode)  # type: ignore[arg-type]
+            example = in_context_example(self.config.request_variant, self.observation_mode)
             messages += [ChatMessage("user", example.user), ChatMessage("assistant", example.assistant)]
         for previous in self.memory.visible_rounds():
             messages += [ChatMessage("user", previous.user), ChatMessage("assistant", previous.assistant)]

@@ -105,9 +105,9 @@ class PlannerNode(Node):
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._runs: dict[bytes, RunState] = {}
-        self._observe_client = self.create_client(GetObservation, "/sim/get_observation", callback_group=self._group)
-        self._reset_client = self.create_client(ResetEpisode, "/sim/reset_episode", callback_group=self._group)
-        self._subtask_client = ActionClient(self, ExecuteSubtask, "/subtask", callback_group=self._group)
+        self._observe_client: Any = self.create_client(GetObservation, "/sim/get_observation", callback_group=self._group)
+        self._reset_client: Any = self.create_client(ResetEpisode, "/sim/reset_episode", callback_group=self._group)
+        self._subtask_client: Any = ActionClient(self, ExecuteSubtask, "/subtask", callback_group=self._group)
         self._steps = self.create_publisher(StepRecord, "/emmoe/steps",
                                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self._server = ActionServer(self, RunTask, "/emmoe/run_task", execute_callback=self._execute,
@@ -300,7 +300,10 @@ class PlannerNode(Node):
             reason = f"executor timeout: /subtask gave no result within {node.executor_timeout_s:g} s"
             return Execution(error_code=ExecuteSubtask.Result.INTERNAL_ERROR, feedback=reason, fatal=reason,
                              seconds=time.monotonic() - started)
-        result = result_future.result().result
+        response = result_future.result()
+        if response is None:
+            return Execution(fatal="/subtask returned no result", seconds=time.monotonic() - started)
+        result = response.result
         execution = Execution(success=result.success, error_code=result.error_code, error_type=result.error_type,
                               feedback=result.feedback or ("None" if result.success else result.error_msg),
                               seconds=time.monotonic() - started)

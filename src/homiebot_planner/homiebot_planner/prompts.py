@@ -23,7 +23,6 @@ from emmoe_eval.names import AliasTable, default_alias_table, normalize
 from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, SubtaskText
 
 ObservationMode = Literal["images", "text"]
-RequestVariant = Literal["live", "sft"]
 
 # The documented order of the four views (the release sent them as left, back, right, front).
 VIEW_ORDER: tuple[str, ...] = ("front", "left", "back", "right")
@@ -96,7 +95,7 @@ def system_prompt(observation_mode: ObservationMode = "images") -> str:
     )
 
 
-def request_line(variant: RequestVariant) -> str:
+def request_line(variant: str) -> str:
     """The closing request line of the user message.
 
     Raises:
@@ -128,7 +127,7 @@ def build_user_message(
     inventory: Sequence[str],
     history: str | None,
     feedback: str | None,
-    variant: RequestVariant = "live",
+    variant: str = "live",
     visible: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The per-step user message with the protocol's labelled fields in their order.
@@ -155,7 +154,7 @@ class InContextExample:
     assistant: str
 
 
-def in_context_example(variant: RequestVariant = "live", observation_mode: ObservationMode = "images") -> InContextExample:
+def in_context_example(variant: str = "live", observation_mode: str = "images") -> InContextExample:
     """The one-example template for untuned models: a made-up state and a well-formed answer to it."""
     visible = None
     if observation_mode == "text":

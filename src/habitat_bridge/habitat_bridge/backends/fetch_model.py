@@ -37,6 +37,10 @@ GRIPPER_BODY = "gripper_link"
 # Fetch's "tucked" arm (the pose it drives with): joint order as ARM_JOINTS.
 TUCKED_ARM: tuple[float, ...] = (1.32, 1.40, -0.2, 1.72, 0.0, 1.66, 0.0)
 FINGER_OPEN = 0.05
+# Geom groups: the arm and gripper (seen by the head cameras when they reach forward) and the rest of the body
+# (base, torso, head: never inside the head views' fields of view, so the head views skip drawing them).
+ARM_GROUP = 1
+BODY_GROUP = 2
 # Collision bits: robot geoms collide with anything whose conaffinity has ROBOT_BIT (furniture, walls, objects) and
 # never with each other or the floor.
 ROBOT_BIT = 2
@@ -133,9 +137,9 @@ def _body(parent: ET.Element, name: str, pos: tuple[float, float, float], *, mas
     return body
 
 
-def _mesh_geom(body: ET.Element, mesh: str, rgba: str) -> ET.Element:
+def _mesh_geom(body: ET.Element, mesh: str, rgba: str, group: int = BODY_GROUP) -> ET.Element:
     return ET.SubElement(body, "geom", name=PREFIX + mesh, type="mesh", mesh=PREFIX + mesh, rgba=rgba,
-                         contype=str(ROBOT_BIT), conaffinity="0", group="1")
+                         contype=str(ROBOT_BIT), conaffinity="0", group=str(group))
 
 
 def _hinge(body: ET.Element, name: str, axis: str, limits: tuple[float, float] | None, *, damping: float,
@@ -167,10 +171,11 @@ def build_fetch(worldbody: ET.Element, cameras: FetchCameraConfig) -> ET.Element
         geom.set("contype", "0")
     # Small primitives for the laser and the e-stop.
     ET.SubElement(base, "geom", name=PREFIX + "laser_link", type="cylinder", size="0.03 0.025",
-                  pos="0.235 0 0.2878", rgba="0.79 0.82 0.93 1", contype="0", conaffinity="0", group="1")
+                  pos="0.235 0 0.2878", rgba="0.79 0.82 0.93 1", contype="0", conaffinity="0",
+                  group=str(BODY_GROUP))
     ET.SubElement(base, "geom", name=PREFIX + "estop_link", type="cylinder", size="0.02 0.01",
                   pos="-0.1246 0.2389 0.3113", quat="0.7071 0.7071 0 0", rgba="0.8 0 0 1", contype="0",
-                  conaffinity="0", group="1")
+                  conaffinity="0", group=str(BODY_GROUP))
     torso_fixed = _body(base, "torso_fixed_link", (-0.0869, 0.0, 0.3774), mass=13.2775,
                         inertia=(0.3865, 0.3394, 0.1009), com=(-0.0722, 0.0057, 0.2656),
                         quat=(0.9995, 0.0249, 0.0177, 0.011), gravcomp=False)
@@ -214,11 +219,11 @@ def build_fetch(worldbody: ET.Element, cameras: FetchCameraConfig) -> ET.Element
     for name, pos, joint, axis, limits, mass, inertia, com, quat, color in arm_links:
         link = _body(parent, name, pos, mass=mass, inertia=inertia, com=com, quat=quat)
         _hinge(link, joint, axis, limits, damping=8.0, armature=0.1)
-        _mesh_geom(link, name, color)
+        _mesh_geom(link, name, color, ARM_GROUP)
         parent = link
     gripper = _body(parent, GRIPPER_BODY, (0.1664, 0.0, 0.0), mass=1.5175, inertia=(0.0024, 0.0019, 0.0013),
                     com=(-0.09, -0.0001, -0.0017), quat=(0.0, 0.7071, 0.0, 0.7071))
-    _mesh_geom(gripper, GRIPPER_BODY, _GREY)
+    _mesh_geom(gripper, GRIPPER_BODY, _GREY, ARM_GROUP)
     for finger, y, axis in (("r_gripper_finger_link", 0.0159, "0 1 0"), ("l_gripper_finger_link", -0.0159, "0 -1 0")):
         link = _body(gripper, finger, (0.0, y, 0.0), mass=0.1, inertia=(0.0002, 0.0002, 0.0002), com=(-0.01, 0, 0))
         joint_name = finger.replace("_link", "_joint")
@@ -226,7 +231,7 @@ def build_fetch(worldbody: ET.Element, cameras: FetchCameraConfig) -> ET.Element
                       range=f"0 {FINGER_OPEN:g}", damping="20", armature="0.1")
         ET.SubElement(link, "geom", name=PREFIX + finger, type="box", size="0.0385 0.007 0.0135",
                       pos=_fmt(0.0, -0.008 if y > 0 else 0.008, 0.0), rgba=_GREY, contype=str(ROBOT_BIT),
-                      conaffinity="0", condim="4", friction="1 0.05 0.01", group="1")
+                      conaffinity="0", condim="4", friction="1 0.05 0.01", group=str(ARM_GROUP))
     ET.SubElement(gripper, "site", name=PREFIX + GRIP_SITE, pos="0.02 0 0", size="0.01", rgba="0 0 0 0")
     return base
 

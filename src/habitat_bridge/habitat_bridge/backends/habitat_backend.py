@@ -27,6 +27,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import logging
 import math
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -55,6 +56,7 @@ from habitat_bridge.occupancy import OccupancyGrid
 from habitat_bridge.official import OfficialEpisode
 from habitat_bridge.scene_spec import SceneSpecError
 
+LOG = logging.getLogger(__name__)
 CAMERA_PREFIX = "emmoe_head_"
 ROBOT_CLASS_NAME = "FourViewFetchRobot"
 # Head camera placement in the Fetch root frame (x forward, y up, z to the right), as habitat-lab's own head camera.
@@ -231,7 +233,7 @@ class HabitatBackend(SimBackend):
         self._command = (0.0, 0.0)
         self._time = 0.0
         self._contact_force = 0.0
-        self._requested: dict[str, float] = {}
+        self._warned_pinned = False
 
     # ---- setup ------------------------------------------------------------------------------------------------
     @property
@@ -284,7 +286,7 @@ class HabitatBackend(SimBackend):
             self._env = None
             raise BackendError(f"habitat could not load episode {scene.episode_id}: {error}") from None
         self._episode = scene
-        self._command, self._time, self._contact_force, self._requested = (0.0, 0.0), 0.0, 0.0, {}
+        self._command, self._time, self._contact_force = (0.0, 0.0), 0.0, 0.0
         self._index_scene()
         return scene.episode_id
 
@@ -399,14 +401,21 @@ class HabitatBackend(SimBackend):
         self._robot.arm_motor_pos = np.clip(values, lower, upper).astype(np.float32)
 
     def set_torso_target(self, height: float) -> None:
+        """Ignored: habitat-lab's FetchRobot pins the torso (a warning is logged once)."""
         if not math.isfinite(height):
             raise ValueError(f"torso target must be finite, got {height}")
-        self._requested["torso"] = float(height)
+        self._warn_pinned()
 
     def set_head_target(self, pan: float, tilt: float) -> None:
+        """Ignored: habitat-lab's FetchRobot pins the head (a warning is logged once)."""
         if not (math.isfinite(pan) and math.isfinite(tilt)):
             raise ValueError(f"head targets must be finite, got ({pan}, {tilt})")
-        self._requested["head_pan"], self._requested["head_tilt"] = float(pan), float(tilt)
+        self._warn_pinned()
+
+    def _warn_pinned(self) -> None:
+        if not self._warned_pinned:
+            LOG.warning("habitat-lab's FetchRobot pins torso and head; torso and head targets are ignored")
+            self._warned_pinned = True
 
     # ---- grasping ---------------------------------------------------------------------------------------------
     def _held_id(self) -> int | None:

@@ -185,7 +185,11 @@ def build_mjcf(spec: SceneSpec, options: MjcfOptions | None = None) -> str:
     options = options or MjcfOptions()
     root = ET.Element("mujoco", model=spec.name)
     ET.SubElement(root, "compiler", angle="radian", meshdir=str(fetch_model.fetch_mesh_dir()), autolimits="true")
-    ET.SubElement(root, "option", timestep=f"{options.timestep:g}", integrator="implicitfast", cone="pyramidal")
+    option = ET.SubElement(root, "option", timestep=f"{options.timestep:g}", integrator="implicitfast",
+                           cone="pyramidal")
+    # Objects at rest sleep (leave the pipeline, with their contacts) until something touches them: about 4x faster
+    # physics in a furnished apartment. The robot and doors and drawers are actuated and never sleep.
+    ET.SubElement(option, "flag", sleep="enable")
     size_width, size_height = options.offscreen_size
     visual = ET.SubElement(root, "visual")
     ET.SubElement(visual, "global", offwidth=str(size_width), offheight=str(size_height))

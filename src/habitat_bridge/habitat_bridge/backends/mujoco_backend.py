@@ -324,6 +324,8 @@ class MujocoBackend(SimBackend):
                                                data.qpos[address] + window)
                 if data.ncon:
                     self._contact_force = max(self._contact_force, self._robot_contact_force())
+            # Positions, cameras and contacts computed for the state the steps ended in (queries and renders).
+            mujoco.mj_forward(model, data)
         except mujoco.FatalError as error:
             raise BackendError(f"MuJoCo failed while stepping: {error}") from None
         if not np.all(np.isfinite(data.qpos)):
@@ -441,6 +443,9 @@ class MujocoBackend(SimBackend):
         if released is not None:
             data.eq_active[self._grasp_equality] = 0
             model.geom_conaffinity[:] = self._object_conaffinity
+            # Held still, the object counts as ready to sleep; wake it fully so that it falls instead of hanging.
+            tree = int(model.body_treeid[self._body_of(released)])
+            data.tree_asleep[tree] = -(1 + mujoco.mjMINAWAKE)
         return released
 
     def held_object(self) -> str | None:
@@ -689,11 +694,14 @@ class MujocoBackend(SimBackend):
                                   instance_canonicals=tuple(item.canonical for item in self._instances))
         head = [view for view in views if view in VIEWS]
         third = [view for view in views if view not in VIEWS]
-        for batch, hidden in ((head, ()), (third, (mjcf_builder.WALL_GROUP,))):
+        # Head views: inside the walls, without the robot body behind and below the cameras. Third-person views: a
+        # cut-away without walls and ceiling, so the robot is always in sight.
+        batches = ((head, (fetch_model.BODY_GROUP,), False), (third, (mjcf_builder.WALL_GROUP,), True))
+        for batch, hidden, skybox in batches:
             for start in range(0, len(batch), 4):
                 chunk = batch[start: start + 4]
                 images = renderer.render(data, [self._cameras[view] for view in chunk], depth=depth,
-                                         segmentation=segmentation, hidden_groups=hidden)
+                                         segmentation=segmentation, hidden_groups=hidden, skybox=skybox)
                 for view, image in zip(chunk, images):
                     observation.rgb[view] = image.rgb
                     if image.depth is not None:

@@ -101,13 +101,8 @@ class MultiViewRenderer:
         context.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR
         return context
 
-    @property
-    def size(self) -> tuple[int, int]:
-        """(width, height) of each view."""
-        return self._width, self._height
-
     def render(self, data: mujoco.MjData, cameras: list[int], *, depth: bool = False, segmentation: bool = False,
-               hidden_groups: tuple[int, ...] = ()) -> list[ViewImages]:
+               hidden_groups: tuple[int, ...] = (), skybox: bool = True) -> list[ViewImages]:
         """Draw the given camera ids.
 
         Args:
@@ -116,6 +111,7 @@ class MultiViewRenderer:
             depth: also return metric depth.
             segmentation: also return per-pixel geom ids.
             hidden_groups: geom groups not to draw (besides groups 4 and 5, which are never drawn).
+            skybox: draw the skybox (pointless, and a full-screen fill, when walls and ceiling close the view).
         """
         if not 0 < len(cameras) <= self._max_views:
             raise ValueError(f"render between 1 and {self._max_views} cameras, got {len(cameras)}")
@@ -123,6 +119,7 @@ class MultiViewRenderer:
             raise RenderingError("renderer is closed")
         for group in range(6):
             self._option.geomgroup[group] = 0 if group in hidden_groups or group >= 4 else 1
+        self._scene.flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = int(skybox)
         count, width, height = len(cameras), self._width, self._height
         full = mujoco.MjrRect(0, 0, width * count, height)
         depth_buffer = np.empty((height, width * count), dtype=np.float32) if depth else None

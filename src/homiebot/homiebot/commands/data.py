@@ -1,4 +1,7 @@
-"""`homiebot data build|paraphrase`: planner training data from EMMOE trajectories (logic in homiebot_planner.training)."""
+"""`homiebot data build|paraphrase`: planner training data from EMMOE trajectories.
+
+The logic lives in homiebot_planner.training (build, paraphrase); this module only parses arguments.
+"""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                ("dpo", "stage 2, direct preference optimisation (preset: LoRA r=8, alpha=8, "
                                        "lr 5e-6, beta 0.1)")):
         sub = stages.add_parser(stage, help=description, description=description + "; 1 epoch, global batch 16, "
-                                "cosine schedule, 3% warm-up, max length 2048. Multi-GPU: run under "
-                                "`accelerate launch -m homiebot.cli train ...`.")
+                                "cosine schedule, 3% warm-up, max length 2048. Several GPUs: `accelerate launch "
+                                "--num_processes N -m homiebot.cli train ...` (the global batch is split over them).")
         sub.add_argument("--model", required=True, type=Path,
                          help="local model folder (base model for sft, the sft checkpoint for dpo)")
         sub.add_argument("--data", required=True, type=Path, help="folder written by `homiebot data build`")
@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         result = run_training(config)
     except TrainingSetupError as error:
         raise UsageError(str(error)) from error
+    if not result.main_process:  # the other processes of a distributed run stay quiet
+        return 0
     if result.losses:
         first, last = result.losses[0], result.losses[-1]
         print(f"{args.stage}: {result.rows} rows, {result.steps} steps in {result.runtime_s:.1f} s; loss "

@@ -168,11 +168,12 @@ class ControllerConfig:
         goal_tolerance: distance (m) at which the last waypoint counts as reached.
         yaw_tolerance: final heading error (rad) accepted.
         slow_down_distance: distance (m) to the last waypoint under which the speed decreases.
-        reverse_within: the base backs up (instead of turning round) to a goal behind it closer than this (m).
+        reverse_within: the base backs up (instead of turning round) to a straight-line goal behind it (more
+            than 90 degrees off its heading) closer than this (m).
     """
 
     max_forward: float = 0.7
-    max_turn: float = 1.2
+    max_turn: float = 1.5
     min_turn: float = 0.3
     turn_in_place_above: float = 0.35
     heading_gain: float = 2.5
@@ -258,8 +259,7 @@ class BaseController:
                 target = self._target(x, y)
                 error = wrap_angle(math.atan2(target[1] - y, target[0] - x) - yaw)
                 direction = 1.0
-                if len(self.waypoints) == 2 and distance < config.reverse_within and \
-                        abs(error) > math.pi - config.turn_in_place_above:
+                if len(self.waypoints) == 2 and distance < config.reverse_within and abs(error) > math.pi / 2:
                     error, direction = wrap_angle(error - math.pi), -1.0
                 if abs(error) > config.turn_in_place_above:
                     return 0.0, self._turn(error)

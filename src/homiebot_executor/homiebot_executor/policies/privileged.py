@@ -34,6 +34,7 @@ import numpy as np
 from habitat_bridge import layout
 from habitat_bridge.backends import fetch_model
 from habitat_bridge.backends.base import BackendError, ContainerState, InstanceState, SimBackend, UnknownNameError
+from habitat_bridge.furniture import MovingPart
 from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec
 
 from homiebot_executor.failure_model import FailureModel
@@ -93,7 +94,7 @@ class PrivilegedConfig:
     reach: float = 0.88
     arm_speed: float = 0.2
     grasp_distance: float = 0.06
-    hinge_open: float = 1.75
+    hinge_open: float = 1.45
     slide_open: float = 0.38
     controller: ControllerConfig = field(default_factory=ControllerConfig)
     ik: IkConfig = field(default_factory=IkConfig)
@@ -367,8 +368,9 @@ class PrivilegedSkills:
                              [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
         return np.array(gripper.position), rotation
 
-    def _retreat(self, rotation: np.ndarray) -> None:
-        """Back out along the approach (and up), then tuck."""
+    def _retreat(self, rotation: np.ndarray, tuck: bool = False) -> None:
+        """Back out along the approach (and up), then fold the arm up in front (the next reset tucks it), or tuck it
+        when something is about to swing towards the robot."""
         start, _ = self._grip()
         level = abs(rotation[2, 0]) < 0.5
         end = start - 0.12 * rotation[:, 0] + np.array([0.0, 0.0, 0.03 if level else 0.10])
@@ -377,7 +379,10 @@ class PrivilegedSkills:
         except _Stop as stop:
             if stop.status is not SkillStatus.UNREACHABLE:
                 raise
-        self._route_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
+        if tuck:
+            self._route_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
+        else:
+            self._route_arm(*VIA_POSES[0])
 
     # ---- scene -------------------------------------------------------------------------------------------------
     def _instance(self, name: str) -> InstanceState:
@@ -518,14 +523,17 @@ class PrivilegedSkills:
         self._tick()
 
     def _go_near(self, point: tuple[float, float], min_distance: float, max_distance: float,
-                 piece: Furniture | None = None, forbidden: Area | None = None) -> None:
-        """Reposition the base (inside the attempt) to stand `min_distance`..`max_distance` from `point`, facing it.
+                 piece: Furniture | None = None, forbidden: Area | None = None,
+                 face: tuple[float, float] | None = None, preferred: float | None = None) -> None:
+        """Reposition the base (inside the attempt) to stand `min_distance`..`max_distance` from `point`.
 
-        Stays put when already there; prefers the front of `piece`; never ends inside `forbidden`.
+        Ends facing `face` (default: `point`), preferably `preferred` metres from `point`. Stays put when already
+        there; prefers the front of `piece`; never ends inside `forbidden`.
         """
+        face = face or point
         x, y, yaw = self._base()
         here = math.dist((x, y), point)
-        facing = abs(wrap_angle(math.atan2(point[1] - y, point[0] - x) - yaw)) < 0.2
+        facing = abs(wrap_angle(math.atan2(face[1] - y, face[0] - x) - yaw)) < 0.2
         penalty = float(self._front_penalty(piece, np.array([x]), np.array([y]))[0])
         clear = forbidden is None or not bool(forbidden(np.array([x]), np.array([y]))[0])
         if min_distance <= here <= max_distance and facing and clear and penalty < 0.05:
@@ -540,13 +548,14 @@ class PrivilegedSkills:
         allowed = (distance >= min_distance) & (distance <= max_distance)
         if forbidden is not None:
             allowed &= ~forbidden(gx, gy)
-        preferred = min_distance + 0.4 * (max_distance - min_distance)
+        if preferred is None:
+            preferred = min_distance + 0.4 * (max_distance - min_distance)
         cost = np.where(allowed, np.abs(distance - preferred) + self._front_penalty(piece, gx, gy), np.inf)
         spot = self._best_cell(field_, cost)
         if spot is None:
             raise _Stop(SkillStatus.UNREACHABLE, f"no free standing spot {min_distance:.2f}-{max_distance:.2f} m from "
                                                  f"({point[0]:.2f}, {point[1]:.2f})")
-        self._drive(planner, field_, spot, point)
+        self._drive(planner, field_, spot, face)
 
     # ---- pick --------------------------------------------------------------------------------------------------
     @staticmethod
@@ -738,26 +747,44 @@ class PrivilegedSkills:
                          state.upper - 0.02)
         else:
             target = state.lower
-        handle = np.array(state.handle)
-        self._go_near((handle[0], handle[1]), 0.45, self.config.reach - 0.15, piece)
+        push_shut = state.joint_type == "hinge" and state.position > 0.3 and not opening
+        # An open door is pushed shut from the inner face of its free edge; everything else is taken by the handle.
+        touch, normal = self._contact_point(state, piece, push_shut)
+        # A drawer comes towards the robot: stand beyond its travel so it can slide out without a second move.
+        away = 0.6
+        if state.joint_type == "slide":
+            away = max(away, target - state.position + self.config.robot_radius + self.config.clearance + 0.04)
+        try:
+            # Square in front of the contact point, so the fingers meet it head on.
+            stance = (touch[0] + away * normal[0], touch[1] + away * normal[1])
+            self._go_near(stance, 0.0, 0.12, face=(touch[0], touch[1]))
+        except _Stop as stop:
+            if stop.status is not SkillStatus.UNREACHABLE:
+                raise
+            self._go_near((touch[0], touch[1]), 0.45, self.config.reach - 0.15, None if push_shut else piece)
         x, y, _ = self._base()
-        yaw = math.atan2(handle[1] - y, handle[0] - x)
+        yaw = math.atan2(touch[1] - y, touch[0] - x)
         self._phase("reach_handle")
-        rotation, before = self._approach(handle, self._rotations(yaw, level=True), back=0.08)
-        self._line(before, handle, rotation, 2, must_arrive=False)
+        rotation, before = self._approach(touch, self._rotations(yaw, level=True), back=0.08)
+        self._line(before, touch, rotation, 2, must_arrive=False)
         self._phase("retract")
-        self._retreat(rotation)
+        self._retreat(rotation, tuck=True)
         centre, radius, inside = self._travel_area(state, piece, target)
-        self._go_near(centre, radius, radius + 0.7, piece, inside)
+        self._go_near(centre, radius, radius + 0.7, piece, inside, face=(touch[0], touch[1]), preferred=radius + 0.05)
         self._phase("drive_joint")
-        with self.lock:
-            self.backend.set_container_target(state.name, target)
-        while True:
-            position = self._container(state.name).position
-            if (position >= min(target, state.open_threshold + 0.1) if opening else position <= state.lower + 0.02):
-                break
+        # Ramp the joint target (a door driven to its target at once swings far past it), then wait until the part
+        # has stayed past its threshold (or closed) for three control steps.
+        start = self._container(state.name).position
+        for fraction in np.linspace(0.125, 1.0, 8):
+            with self.lock:
+                self.backend.set_container_target(state.name, start + fraction * (target - start))
             self._tick()
-        self._tick(2)
+        steady = 0
+        while steady < 3:
+            self._tick()
+            position = self._container(state.name).position
+            arrived = position >= state.open_threshold + 0.05 if opening else position <= state.lower + 0.03
+            steady = steady + 1 if arrived else 0
         final = self._container(state.name)
         if opening and not final.is_open:
             return SkillStatus.JOINT_NOT_MOVED, f"{state.name} at {final.position:.2f}, open from {final.open_threshold}"
@@ -765,13 +792,43 @@ class PrivilegedSkills:
             return SkillStatus.JOINT_NOT_MOVED, f"{state.name} still at {final.position:.2f}"
         return SkillStatus.SUCCEEDED, ""
 
+    @staticmethod
+    def _moving_part(state: ContainerState, piece: Furniture) -> MovingPart:
+        return next(part for part in piece.geometry.moving
+                    if (articulation := piece.articulation_for_slot(part.key)) is not None
+                    and articulation.name == state.name)
+
+    def _contact_point(self, state: ContainerState, piece: Furniture,
+                       inner: bool) -> tuple[np.ndarray, tuple[float, float]]:
+        """Where the gripper touches the part (its handle, or the inner face of a door's free edge) and the
+        horizontal normal pointing from there towards where the robot should stand, at the part's current position.
+        """
+        moving = self._moving_part(state, piece)
+        if not inner:
+            angle = state.position * float(np.sign(moving.axis[2])) if state.joint_type == "hinge" else 0.0
+            local_normal = (math.sin(angle), -math.cos(angle))
+            yaw = piece.pose.yaw
+            normal = (math.cos(yaw) * local_normal[0] - math.sin(yaw) * local_normal[1],
+                      math.sin(yaw) * local_normal[0] + math.cos(yaw) * local_normal[1])
+            return np.array(state.handle), normal
+        inner_y = max(box.center[1] + box.half[1] for box in moving.boxes) + 0.03
+        local = np.array([moving.handle[0], inner_y, moving.handle[2]])
+        pivot = np.asarray(moving.pivot)
+        angle = state.position * float(np.sign(moving.axis[2]))
+        c, s = math.cos(angle), math.sin(angle)
+        rel = local - pivot
+        rotated = pivot + np.array([c * rel[0] - s * rel[1], s * rel[0] + c * rel[1], rel[2]])
+        local_normal = (-s, c)  # the door's inner side, local +y turned with the door
+        yaw = piece.pose.yaw
+        normal = (math.cos(yaw) * local_normal[0] - math.sin(yaw) * local_normal[1],
+                  math.sin(yaw) * local_normal[0] + math.cos(yaw) * local_normal[1])
+        return np.array(layout.local_to_world(piece, tuple(rotated))), normal
+
     def _travel_area(self, state: ContainerState, piece: Furniture,
                      target: float) -> tuple[tuple[float, float], float, Area]:
         """Where the base must not stand while the part moves: (reference point, minimum distance, area test)."""
-        moving = next(part for part in piece.geometry.moving
-                      if (articulation := piece.articulation_for_slot(part.key)) is not None
-                      and articulation.name == state.name)
-        margin = self.config.robot_radius + self.config.clearance + 0.05
+        moving = self._moving_part(state, piece)
+        margin = self.config.robot_radius + self.config.clearance
         pivot = layout.local_to_world(piece, moving.pivot)
         if state.joint_type == "slide":
             travel = max(target, state.position)

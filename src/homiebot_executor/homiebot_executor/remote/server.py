@@ -152,11 +152,14 @@ class ReferencePolicyServer:
 
             def _send(self, status: int, body: dict[str, Any]) -> None:
                 payload = json.dumps(body).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client gave up (time-out); nothing to answer
 
             def do_GET(self) -> None:  # noqa: N802 (http.server naming)
                 if self.path != HEALTH_PATH:

@@ -3,7 +3,8 @@
 Generation runs in two stages on the same prompt:
 1. the prompt plus `Analysis:` is continued freely for at most `analysis_max_tokens` tokens, up to the end of the
    line (the Analysis is free text, only capped);
-2. the prompt plus `Analysis: <analysis>\\nSubtask: [` is continued under a logits processor that only allows
+2. the prompt plus `Analysis: <analysis>\\nSubtask: [` is continued (for text-only models from the first stage's
+   key/value cache, so the prompt is not encoded twice) under a logits processor that only allows
    token sequences spelling one of the allowed endings, e.g. `Go to, fridge]\\nModel: NoMaD` followed by the end
    of sequence. The allowed endings are the action list x the visible objects (the held object and a visible
    receptacle for Put, nothing for End) with, for each action, the models that fit it (MODELS_FOR_ACTION).
@@ -101,7 +102,7 @@ def make_trie_processor(trie: TokenTrie, prompt_length: int, fallback_token: int
     from transformers import LogitsProcessor
 
     class TrieLogitsProcessor(LogitsProcessor):
-        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
             mask = torch.full_like(scores, float("-inf"))
             for row in range(input_ids.shape[0]):
                 allowed = trie.allowed(input_ids[row, prompt_length:].tolist()) or [fallback_token]
@@ -117,7 +118,7 @@ def make_cancel_criteria(cancel: threading.Event) -> Any:
     from transformers import StoppingCriteria
 
     class CancelCriteria(StoppingCriteria):
-        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.Tensor:
             return torch.full((input_ids.shape[0],), cancel.is_set(), dtype=torch.bool, device=input_ids.device)
 
     return CancelCriteria()
@@ -145,6 +146,7 @@ def constrained_answer(
     temperature: float,
     analysis_max_tokens: int,
     cancel: threading.Event | None = None,
+    reuse_cache: bool = False,
 ) -> str:
     """Generate a three-line answer whose Subtask and Model lines are restricted to the allowed endings.
 
@@ -157,10 +159,15 @@ def constrained_answer(
         temperature: sampling temperature (0: greedy).
         analysis_max_tokens: cap on the Analysis tokens.
         cancel: stops generation early when set.
+        reuse_cache: continue the second stage from the first stage's key/value cache instead of encoding the
+            prompt again (saves one prompt pass; for text-only models, whose inputs are token ids alone).
 
     Returns:
         `Analysis: ...\\nSubtask: [...]\\nModel: ...`.
     """
+    import torch
+    from transformers import LogitsProcessorList
+
     eos = _eos_id(tokenizer, model)
     common: dict[str, Any] = {"pad_token_id": eos, **sampling_arguments(temperature)}
     if cancel is not None:
@@ -169,25 +176,36 @@ def constrained_answer(
         common["stopping_criteria"] = StoppingCriteriaList([make_cancel_criteria(cancel)])
     inputs = encode(prompt + ANSWER_OPENING)
     prompt_length = inputs["input_ids"].shape[1]
-    output = model.generate(**inputs, max_new_tokens=analysis_max_tokens, stop_strings=["\n"], tokenizer=tokenizer,
-                            **common)
-    analysis = first_line(tokenizer.decode(output[0, prompt_length:], skip_special_tokens=True))
-    answer_prefix = f"{ANSWER_OPENING} {analysis}{SUBTASK_OPENING}"
+    first = model.generate(**inputs, max_new_tokens=analysis_max_tokens, stop_strings=["\n"], tokenizer=tokenizer,
+                           return_dict_in_generate=True, **common)
+    generated = first.sequences[0, prompt_length:].tolist()
+    if reuse_cache:
+        # The cache holds every token but the last generated one; drop at most that one (an end of sequence).
+        kept = generated[:-1] if generated and generated[-1] == eos else generated
+        analysis_text = tokenizer.decode(kept, skip_special_tokens=True)
+        opening = SUBTASK_OPENING.lstrip("\n") if "\n" in analysis_text else SUBTASK_OPENING
+        answer_prefix = ANSWER_OPENING + analysis_text + opening
+        suffix = tokenizer(opening, add_special_tokens=False)["input_ids"]
+        device = first.sequences.device
+        input_ids = torch.cat([first.sequences[:, :prompt_length], torch.tensor([kept + suffix], device=device)], 1)
+        second_inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
+                                         "cache": first.cache}
+    else:
+        answer_prefix = f"{ANSWER_OPENING} {first_line(tokenizer.decode(generated, skip_special_tokens=True))}" \
+                        f"{SUBTASK_OPENING}"
+        second_inputs = dict(encode(prompt + answer_prefix))
     by_tokens = {tuple(tokenizer(ending, add_special_tokens=False)["input_ids"]): ending
                  for ending in allowed_endings(constraints)}
     trie = TokenTrie([*tokens, eos] for tokens in by_tokens)
-    inputs = encode(prompt + answer_prefix)
-    prompt_length = inputs["input_ids"].shape[1]
-    from transformers import LogitsProcessorList
-
-    output = model.generate(**inputs, max_new_tokens=trie.longest,
+    prompt_length = second_inputs["input_ids"].shape[1]
+    output = model.generate(**second_inputs, max_new_tokens=trie.longest,
                             logits_processor=LogitsProcessorList([make_trie_processor(trie, prompt_length, eos)]),
                             **common)
-    generated = output[0, prompt_length:].tolist()
-    if eos in generated:
-        generated = generated[:generated.index(eos)]
+    chosen = output[0, prompt_length:].tolist()
+    if eos in chosen:
+        chosen = chosen[:chosen.index(eos)]
     # The exact allowed string (decoding could normalise spaces); a cancelled run may leave a partial one.
-    ending = by_tokens.get(tuple(generated)) or tokenizer.decode(generated, skip_special_tokens=True)
+    ending = by_tokens.get(tuple(chosen)) or tokenizer.decode(chosen, skip_special_tokens=True)
     return answer_prefix + ending
 
 

@@ -140,7 +140,7 @@ def load_local_model(config: HFConfig) -> LoadedModel:
                                                   trust_remote_code=config.trust_remote_code)
         multimodal = hasattr(model_config, "vision_config")
         model_class = transformers.AutoModelForImageTextToText if multimodal else transformers.AutoModelForCausalLM
-        model = model_class.from_pretrained(base, **options)
+        model: Any = model_class.from_pretrained(base, **options)
         source = adapter if adapter is not None and _has_tokenizer(adapter) else base
         processor = None
         if multimodal:
@@ -179,7 +179,7 @@ def chat_prompt(loaded: LoadedModel, messages: tuple[ChatMessage, ...]) -> tuple
     Uses the processor's (VLMs) or tokenizer's chat template when present; otherwise the release's plain format
     `{system}\\n\\nUSER:\\n{text}ASSISTANT:\\n{answer}\\n...ASSISTANT:\\n` with one image token per image.
     """
-    owner = loaded.processor if loaded.is_multimodal else loaded.tokenizer
+    owner: Any = loaded.processor if loaded.is_multimodal else loaded.tokenizer
     if getattr(owner, "chat_template", None):
         converted: list[dict[str, Any]] = []
         for message in messages:
@@ -225,12 +225,13 @@ class HFBackend(PlannerBackend):
 
     def _encoder(self, messages: tuple[ChatMessage, ...], templated: bool) -> Any:
         loaded = self.loaded
+        processor: Any = loaded.processor
         device = loaded.model.device
         images = [_to_pil(image) for image in messages[-1].images] if messages else []
 
         def encode(text: str) -> Any:
             if loaded.is_multimodal:
-                inputs = loaded.processor(text=text, images=images or None, return_tensors="pt")
+                inputs = processor(text=text, images=images or None, return_tensors="pt")
             else:
                 inputs = loaded.tokenizer(text, return_tensors="pt", add_special_tokens=not templated)
             return inputs.to(device)
@@ -252,7 +253,8 @@ class HFBackend(PlannerBackend):
             with torch.inference_mode():
                 if self.config.constrained:
                     return constrained_answer(self.loaded.model, tokenizer, encode, prompt, request.constraints,
-                                              request.temperature, self.config.analysis_max_tokens, request.cancel)
+                                              request.temperature, self.config.analysis_max_tokens, request.cancel,
+                                              reuse_cache=not self.loaded.is_multimodal)
                 inputs = encode(prompt)
                 pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
                 options: dict[str, Any] = {"pad_token_id": pad, **sampling_arguments(request.temperature)}

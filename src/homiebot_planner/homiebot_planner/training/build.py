@@ -121,7 +121,8 @@ def build_datasets(config: BuildConfig) -> BuildCounts:
     for trajectory in trajectories:
         if config.images:
             _check_images(trajectory)
-        variants = [trajectory] + [apply_rewrite(trajectory, rewrite) for rewrite in rewrites.get(trajectory.task_id, [])]
+        rewritten = [apply_rewrite(trajectory, rewrite) for rewrite in rewrites.get(trajectory.task_id, [])]
+        variants = [trajectory, *rewritten]
         for number, variant in enumerate(variants):
             samples.extend(sft_samples(variant, number))
             rows.extend(dpo_rows(variant, number))
@@ -131,7 +132,8 @@ def build_datasets(config: BuildConfig) -> BuildCounts:
 
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / f"sft_{config.split}.json", [_llava_entry(sample, out_dir, config.images) for sample in samples])
+    _write_json(out_dir / f"sft_{config.split}.json",
+                [_llava_entry(sample, out_dir, config.images) for sample in samples])
     _write_json(out_dir / f"dpo_{config.split}.json",
                 [{"prompt": row.prompt, "chosen": row.chosen, "rejected": row.rejected} for row in rows])
     if config.hf_datasets:

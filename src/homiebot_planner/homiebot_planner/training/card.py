@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from homiebot_planner.training.samples import SFT_REQUEST_LINE
+from emmoe_eval.conversation import SFT_REQUEST_LINE
 
 _SETTING_ROWS: tuple[tuple[str, str], ...] = (
     ("lora_r", "LoRA rank"), ("lora_alpha", "LoRA alpha"), ("lora_dropout", "LoRA dropout"),
@@ -26,6 +26,7 @@ def model_card(summary: dict[str, Any]) -> str:
     """The card's Markdown: what was trained on what, with which settings, how the loss went, how to load it."""
     settings = summary["settings"]
     stage = summary["stage"]
+    is_vlm = summary["model_kind"] == "vlm"
     lines = [
         "---",
         "library_name: transformers",
@@ -33,8 +34,8 @@ def model_card(summary: dict[str, Any]) -> str:
         "---",
         f"# HomieBot planner, {stage.upper()} stage",
         "",
-        f"LoRA {stage.upper()} of `{summary['base_model']}` ({'vision-language' if summary['model_kind'] == 'vlm' else 'text-only'}"
-        f" model) on EMMOE planner data built by `homiebot data build`, trained with `homiebot train {stage}`.",
+        f"LoRA {stage.upper()} of `{summary['base_model']}` ({'vision-language' if is_vlm else 'text-only'} model)"
+        " on EMMOE planner data built by `homiebot data build`, trained with `homiebot train {stage}`.",
         "",
         "## Data",
         "",
@@ -56,7 +57,7 @@ def model_card(summary: dict[str, Any]) -> str:
         f"{summary['gradient_accumulation_steps']} x {summary['processes']} |",
         f"| device, precision | {summary['device']}, {summary['precision']} |",
         f"| gradient checkpointing | {summary['gradient_checkpointing']} |",
-        f"| LoRA target modules (regex) | `{summary['lora_target_modules']}` |",
+        f"| LoRA target modules (regex) | `{_table_cell(summary['lora_target_modules'])}` |",
         f"| system prompt | {_describe_system_prompt(settings['system_prompt'])} |",
         "",
         "## Training",
@@ -84,7 +85,13 @@ def model_card(summary: dict[str, Any]) -> str:
         "```",
         "",
         "(`Historical Execution: None` on the first step.) Answer: `Analysis: ...` / `Subtask: [...]` / `Model: ...`.",
-        "Configure the planner with the SFT request line and this history format to match training.",
+        "To match training, run the planner with the `sft` request variant and without the in-context example. The",
+        "history lines above are the SFT data's format; the release's live loop writes `(n) Go to, fridge(success) `",
+        "instead (the released checkpoint was run with that mismatch too).",
+    ]
+    if not is_vlm:
+        lines.append("This text-only model saw no observations in training (the data has no visible-object names).")
+    lines += [
         "",
         "## Files and loading",
         "",
@@ -93,7 +100,7 @@ def model_card(summary: dict[str, Any]) -> str:
         lines += ["The root holds the merged model with its tokenizer/processor; `adapter/` holds the LoRA adapter.",
                   "", "```python",
                   "from transformers import AutoModelForCausalLM, AutoModelForImageTextToText",
-                  f"model = {'AutoModelForImageTextToText' if summary['model_kind'] == 'vlm' else 'AutoModelForCausalLM'}"
+                  f"model = {'AutoModelForImageTextToText' if is_vlm else 'AutoModelForCausalLM'}"
                   ".from_pretrained(\"<this folder>\")", "```"]
     else:
         lines += ["The root holds the LoRA adapter and the tokenizer/processor; transformers loads it with peft",
@@ -102,6 +109,10 @@ def model_card(summary: dict[str, Any]) -> str:
                   "model = AutoPeftModelForCausalLM.from_pretrained(\"<this folder>\")", "```"]
     lines += ["", "The planner's `hf` backend takes this folder as its model path.", ""]
     return "\n".join(lines)
+
+
+def _table_cell(text: str) -> str:
+    return text.replace("|", "\\|")  # a bare | would end the Markdown table cell
 
 
 def _describe_system_prompt(prompt: str | None) -> str:
@@ -118,7 +129,9 @@ def _data_lines(summary: dict[str, Any]) -> list[str]:
                   f"text variant(s), {build['steps']} subtasks ({build['failed_steps']} failed)",
                   f"- SFT samples in the build: {build['sft']}; DPO rows: {build['dpo_total']} ({dpo})"]
     if "kinds" in counts:
-        lines.append("- DPO rows used by kind: " + ", ".join(f"{kind} {count}" for kind, count in counts["kinds"].items()))
+        used = ", ".join(f"{kind} {count}" for kind, count in counts["kinds"].items())
+        lines.append(f"- DPO rows used by kind: {used}")
     if "images" in counts:
-        lines.append(f"- images: {'four observations per sample (front, left, back, right)' if counts['images'] else 'none (text only)'}")
+        images = "four observations per sample (front, left, back, right)" if counts["images"] else "none (text only)"
+        lines.append(f"- images: {images}")
     return lines

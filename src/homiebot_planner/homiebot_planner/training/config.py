@@ -157,6 +157,7 @@ class TrainConfig:
         """
         per_device = self.per_device_batch_size or max(1, self.batch_size // processes)
         if self.batch_size % (per_device * processes):
-            raise TrainingSetupError(f"batch_size {self.batch_size} is not a multiple of per-device batch {per_device} x "
-                             f"{processes} process(es); change --batch-size or --per-device-batch-size")
+            raise TrainingSetupError(f"batch_size {self.batch_size} is not a multiple of per-device batch "
+                                     f"{per_device} x {processes} process(es); change --batch-size or "
+                                     "--per-device-batch-size")
         return per_device, self.batch_size // (per_device * processes)

@@ -83,7 +83,8 @@ class ParaphraseConfig:
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, not {self.base_url!r}")
+            raise ValueError("--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, "
+                             f"not {self.base_url!r}")
         if not self.model:
             raise ValueError("--model must name the server's model")
         for name in ("rewrites", "max_attempts", "workers"):
@@ -175,7 +176,7 @@ class Paraphraser:
 
             client = openai.OpenAI(base_url=config.base_url, api_key=os.environ.get(config.api_key_env) or "unused",
                                    timeout=config.timeout_s, max_retries=config.retries)
-        self._client = client
+        self._client: ChatClient = client
 
     def rewrite(self, text: str, names: list[str], kind: str) -> list[str]:
         """Up to `config.rewrites` accepted rewrites of `text` (fewer only after `max_attempts` requests).
@@ -306,7 +307,8 @@ def load_paraphrases(path: Path, trajectories: list[Trajectory]) -> dict[str, li
             unknown = set(variant["analyses"]) - successful
             if unknown:
                 raise TrajectoryError(f"{path}: task {trajectory.task_id}, rewrite {number}: analyses for steps "
-                                      f"{', '.join(sorted(unknown))} that are not successful steps of {trajectory.source}")
+                                      f"{', '.join(sorted(unknown))} that are not successful steps of "
+                                      f"{trajectory.source}")
     counts = {len(tasks[trajectory.task_id]) for trajectory in trajectories}
     if len(counts) > 1:
         raise TrajectoryError(f"{path}: tasks have different numbers of rewrites ({sorted(counts)})")

@@ -136,7 +136,8 @@ def dpo_rows(trajectory: Trajectory, variant: int = 0) -> list[DpoRow]:
             continue
         next_success = next(later for later in steps[index + 1:] if later.succeeded)  # End always follows
         if step.model is None:  # read_trajectory never yields this; a hand-built Trajectory might
-            raise ValueError(f"{trajectory.source}: block {step.number}: a successful {step.action} step names no model")
+            raise ValueError(f"{trajectory.source}: block {step.number}: a successful {step.action} step names "
+                             "no model")
         changed_action = format_subtask(ACTION_SWAP[step.action], step.target, step.place)
         rows.append(DpoRow(f"{base_id}_model", "model", prompt, chosen,
                            short_answer(step.subtask, MODEL_SWAP[step.model])))

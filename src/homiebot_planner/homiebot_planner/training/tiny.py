@@ -63,6 +63,18 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int = 1000, image_token: s
     return tokenizer
 
 
+def token_id(tokenizer: PreTrainedTokenizerFast, token: str) -> int:
+    """The id of one token of the tokenizer's vocabulary.
+
+    Raises:
+        ValueError: when `token` is not a single token.
+    """
+    found = tokenizer.convert_tokens_to_ids(token)
+    if not isinstance(found, int):
+        raise ValueError(f"{token!r} is not a single token of the tokenizer")
+    return found
+
+
 def _text_config(tokenizer: PreTrainedTokenizerFast, initializer_range: float) -> LlamaConfig:
     from transformers import LlamaConfig
 
@@ -110,7 +122,7 @@ def build_tiny_vlm(out_dir: Path, texts: Iterable[str], seed: int = 0, initializ
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                               image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, projection_dim=32)
     config = LlavaConfig(vision_config=vision, text_config=_text_config(tokenizer, initializer_range),
-                         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+                         image_token_index=token_id(tokenizer, "<image>"),
                          vision_feature_select_strategy="default", vision_feature_layer=-1)
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config)
@@ -150,11 +162,10 @@ def build_tiny_qwen2_vl(out_dir: Path, texts: Iterable[str], seed: int = 0, init
         text_config=text,
         vision_config={"depth": 1, "embed_dim": 32, "num_heads": 2, "hidden_size": 64, "patch_size": 14,
                        "spatial_merge_size": 2, "temporal_patch_size": 2, "mlp_ratio": 2},
-        image_token_id=tokenizer.convert_tokens_to_ids("<|image_pad|>"),
-        video_token_id=tokenizer.convert_tokens_to_ids("<|video_pad|>"),
-        vision_start_token_id=tokenizer.convert_tokens_to_ids("<|vision_start|>"),
-        vision_end_token_id=tokenizer.convert_tokens_to_ids("<|vision_end|>"),
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        image_token_id=token_id(tokenizer, "<|image_pad|>"),
+        video_token_id=token_id(tokenizer, "<|video_pad|>"),
+        vision_start_token_id=token_id(tokenizer, "<|vision_start|>"),
+        vision_end_token_id=token_id(tokenizer, "<|vision_end|>"))
     torch.manual_seed(seed)
     model = Qwen2VLForConditionalGeneration(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id

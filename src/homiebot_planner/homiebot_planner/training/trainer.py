@@ -9,7 +9,8 @@ model with its adapter switched off (trl's `ref_model=None` with a peft config).
 
 Device handling: without a GPU (or with `device="cpu"`) training runs on the CPU in float32 without gradient
 checkpointing; with one it uses bfloat16 when supported (float16 otherwise) and gradient checkpointing. Launch
-under `accelerate launch` for several GPUs: the global batch is split over the processes.
+under `accelerate launch --num_processes N -m homiebot.cli train ...` (or torchrun) for several GPUs: the global
+batch is split over the processes and only the first one writes the checkpoint.
 
 Checkpoint layout (`output_dir`):
 * `save="merged"` (default): the merged model and its tokenizer/processor at the root (loads with
@@ -35,9 +36,11 @@ if TYPE_CHECKING:
     import datasets
     import torch
 
-# Module-path components that belong to the vision side (or the output head): LoRA leaves them alone.
-NON_LANGUAGE_COMPONENTS: tuple[str, ...] = ("vision_tower", "vision_model", "visual", "multi_modal_projector",
-                                            "mm_projector", "image_newline", "lm_head")
+# Module-path components of the vision side (LLaVA, Video-LLaVA, Qwen2-VL, Idefics, MiniCPM-V) and the output head:
+# LoRA leaves them alone, and 4-bit loading keeps them unquantised.
+NON_LANGUAGE_COMPONENTS: tuple[str, ...] = ("vision_tower", "image_tower", "video_tower", "vision_model", "visual",
+                                            "vpm", "resampler", "connector", "multi_modal_projector", "mm_projector",
+                                            "lm_head")
 
 
 @dataclass
@@ -51,6 +54,7 @@ class TrainResult:
         steps: optimiser steps taken.
         losses: (step, training loss) as logged.
         runtime_s: wall time of the training loop.
+        main_process: whether this process wrote the checkpoint (always true outside distributed runs).
         summary: everything written to training_summary.json.
     """
 
@@ -60,6 +64,7 @@ class TrainResult:
     steps: int
     losses: list[tuple[int, float]]
     runtime_s: float
+    main_process: bool = True
     summary: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,8 +78,9 @@ def dataset_path(config: TrainConfig) -> Path:
     for candidate in (built, Path(config.data)):
         if (candidate / "dataset_info.json").is_file() or (candidate / "state.json").is_file():
             return candidate
-    raise TrainingSetupError(f"--data {config.data}: no {built.relative_to(config.data)} dataset inside (run `homiebot data "
-                     f"build --split {config.split}` into that folder, or pass a saved dataset folder)")
+    raise TrainingSetupError(f"--data {config.data}: no {built.relative_to(config.data)} dataset inside (run "
+                             f"`homiebot data build --split {config.split}` into that folder, or pass a saved "
+                             "dataset folder)")
 
 
 def model_kind(model_dir: Path) -> str:
@@ -86,8 +92,8 @@ def model_kind(model_dir: Path) -> str:
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():
         if (model_dir / "adapter_config.json").is_file():
-            raise TrainingSetupError(f"--model {model_dir}: this is a LoRA adapter only; train the previous stage with "
-                             "--save merged (the default) and pass that checkpoint")
+            raise TrainingSetupError(f"--model {model_dir}: this is a LoRA adapter only; train the previous stage "
+                                     "with --save merged (the default) and pass that checkpoint")
         raise TrainingSetupError(f"--model {model_dir}: no config.json (give a local transformers model folder)")
     from transformers import AutoConfig
 
@@ -158,15 +164,17 @@ def run_training(config: TrainConfig) -> TrainResult:
         "lora_target_modules": peft_config.target_modules,
         "settings": {key: (str(value) if isinstance(value, Path) else value) for key, value in asdict(config).items()},
     }
+    main_process = trainer.is_world_process_zero()
     trainer.accelerator.wait_for_everyone()
-    if trainer.is_world_process_zero():
+    if main_process:
         _save_checkpoint(config, trainer, processing_class, kind, on_gpu)
         output_dir = Path(config.output_dir)
         (output_dir / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         write_model_card(output_dir / "README.md", summary)
     trainer.accelerator.wait_for_everyone()
     return TrainResult(output_dir=Path(config.output_dir), model_kind=kind, rows=len(dataset),
-                       steps=trainer.state.global_step, losses=losses, runtime_s=runtime, summary=summary)
+                       steps=trainer.state.global_step, losses=losses, runtime_s=runtime, main_process=main_process,
+                       summary=summary)
 
 
 def _load_model(config: TrainConfig, kind: str, on_gpu: bool, device_index: int) -> tuple[Any, Any, str]:
@@ -195,7 +203,7 @@ def _load_model(config: TrainConfig, kind: str, on_gpu: bool, device_index: int)
         processing_class = tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if not getattr(processing_class, "chat_template", None):
         raise TrainingSetupError(f"--model {config.model}: its tokenizer/processor has no chat template; add one "
-                         "(chat_template.jinja) so training and the planner render turns the same way")
+                                 "(chat_template.jinja) so training and the planner render turns the same way")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if config.load_in_4bit:
@@ -230,9 +238,9 @@ def _processor_without_video(model_dir: Path) -> Any:
     config_file = model_dir / "processor_config.json"
     declared = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
     class_name = declared.get("processor_class")
-    if class_name is None:
-        tokenizer_config = json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
-        class_name = tokenizer_config.get("processor_class")
+    tokenizer_config_file = model_dir / "tokenizer_config.json"
+    if class_name is None and tokenizer_config_file.is_file():
+        class_name = json.loads(tokenizer_config_file.read_text(encoding="utf-8")).get("processor_class")
     processor_class = getattr(transformers, str(class_name), None)
     if processor_class is None:
         raise TrainingSetupError(f"{model_dir}: cannot tell its processor class; install torchvision to load it")
@@ -317,7 +325,8 @@ def _check_length(config: TrainConfig, dataset: datasets.Dataset, processing_cla
     messages = row["prompt"] + answer
     images = row.get("images") or []
     if images:
-        messages = [{**message, "content": [{"type": "image"}] * len(images) + [{"type": "text", "text": message["content"]}]}
+        placeholders = [{"type": "image"}] * len(images)
+        messages = [{**message, "content": [*placeholders, {"type": "text", "text": message["content"]}]}
                     if message["role"] == "user" else message for message in messages]
     text = processing_class.apply_chat_template(messages, tokenize=False)
     if kind == "vlm" and images:
@@ -326,8 +335,9 @@ def _check_length(config: TrainConfig, dataset: datasets.Dataset, processing_cla
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
         tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
     if tokens > config.max_length:
-        raise TrainingSetupError(f"the longest sample is {tokens} tokens{' (images included)' if images else ''}, more than "
-                         f"--max-length {config.max_length}; raise --max-length")
+        counted = " (images included)" if images else ""
+        raise TrainingSetupError(f"the longest sample is {tokens} tokens{counted}, more than --max-length "
+                                 f"{config.max_length}; raise --max-length")
 
 
 def _checkpointing(config: TrainConfig, on_gpu: bool) -> bool:

@@ -7,6 +7,7 @@ Task 3: a failure followed directly by End; the End block has no Feedback/Invent
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,14 @@ def emmoe_data(tmp_path: Path) -> Path:
     for task_id, info in TASKS.items():
         write_task(data / "train", task_id, info, STEPS_PER_TASK[task_id])
     return data
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_torch_thread() -> Iterator[None]:
+    """Tiny models train fastest on one thread; on a busy 2-core machine two threads are 4x slower (spinning)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -179,4 +179,5 @@ def test_names_to_keep_and_response_parsing(emmoe_data: Path) -> None:
     assert not keeps_names("Take the green can to the sofa", ["green_can", "sofa"])
     assert not keeps_names("Move the green_can to the sofas", ["green_can", "sofa"])
     assert parse_rewrites('```json\n["one", "two"]\n```') == ["one", "two"]
-    assert parse_rewrites("1. first rewrite\n2) second rewrite\n- third") == ["first rewrite", "second rewrite", "third"]
+    assert parse_rewrites("1. first rewrite\n2) second rewrite\n- third") == ["first rewrite", "second rewrite",
+                                                                              "third"]

@@ -225,8 +225,8 @@ def test_4bit_base_trains_and_merges_into_full_precision(built: Path, tmp_path: 
     assert model.model.layers[0].self_attn.q_proj.weight.dtype.is_floating_point
 
 
-def test_hf_planner_backend_loads_and_plans_with_the_checkpoints(text_runs: dict[str, TrainResult],
-                                                                  vlm_runs: dict[str, TrainResult], built: Path) -> None:
+def test_hf_planner_backend_loads_and_plans_with_the_checkpoints(
+        text_runs: dict[str, TrainResult], vlm_runs: dict[str, TrainResult], built: Path) -> None:
     import numpy as np
     from PIL import Image
 
