@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -213,7 +214,8 @@ def main() -> int:
     parser.add_argument("--skip-smollm2", action="store_true", help="only measure the overhead")
     args = parser.parse_args()
 
-    results: dict[str, Any] = {"machine": platform.processor() or platform.machine(), "python": platform.python_version()}
+    results: dict[str, Any] = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
+                               "cpus": os.cpu_count(), "load_average_before": os.getloadavg()[0]}
     results["overhead"] = overhead(args.overhead_steps)
     print("prompt building + parsing per step: median {decide_median_ms:.3f} ms (user message {user_message_median_ms:.3f}"
           " ms, parse {parse_median_ms:.4f} ms); goal < 1 ms".format(**results["overhead"]))
@@ -226,6 +228,9 @@ def main() -> int:
             print(f"  {label:28s} step median {row['step_median_s']:5.2f} s  {row['tokens_per_s']:5.1f} tokens/s  "
                   f"parse {row['parse_rate']:4.0%}  valid {row['valid_rate']:4.0%}  sensible {row['sensible_rate']:4.0%}"
                   f"  ({row['states']} states; actions {row['actions']})")
+    results["load_average_after"] = os.getloadavg()[0]
+    print(f"1-minute load average before/after: {results['load_average_before']:.1f} / "
+          f"{results['load_average_after']:.1f} on {results['cpus']} CPUs (other processes slow the figures down)")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {RESULTS}")

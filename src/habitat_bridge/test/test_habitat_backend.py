@@ -422,3 +422,17 @@ def test_frame_conversions_round_trip() -> None:
     angle = 0.4
     quaternion = habitat_backend.rotation_to_zup((math.cos(angle / 2), 0.0, math.sin(angle / 2), 0.0))
     assert quaternion == pytest.approx((math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2)))
+
+
+def test_auto_picks_habitat_only_when_habitat_sim_imports(monkeypatch: pytest.MonkeyPatch) -> None:
+    from habitat_bridge import backends
+
+    monkeypatch.setattr(backends, "habitat_available", lambda: True)
+    assert backends.resolve_backend_name("auto") == "habitat"
+    created = backends.create_backend("auto", image_width=64, image_height=64)
+    assert isinstance(created, HabitatBackend)
+    created.close()
+    monkeypatch.setattr(backends, "habitat_available", lambda: False)
+    assert backends.resolve_backend_name("auto") == "mujoco"
+    with pytest.raises(ValueError, match="unknown simulator backend 'isaac'"):
+        backends.resolve_backend_name("isaac")

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from homiebot_executor.executor_node import ExecutorConfig, ExecutorNode
+from homiebot_executor.monitor_node import ERRORS_TOPIC, MonitorNode
 from homiebot_executor.routing import RoutingConfig
 from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
 from homiebot_executor.skills import SkillOutcome, SkillStatus
@@ -48,7 +49,8 @@ def graph(ros_context, ros_process):
     claim = RobotClaim()
     nodes = [ExecutorNode(ExecutorConfig(routing=RoutingConfig()), context=ros_context),
              SkillServerNode("m3", policy, claim, context=ros_context),
-             SkillServerNode("rt1x", policy, claim, context=ros_context)]
+             SkillServerNode("rt1x", policy, claim, context=ros_context),
+             MonitorNode(context=ros_context)]
     from rclpy.node import Node
 
     client_node = Node("subtask_test_client", context=ros_context)
@@ -145,3 +147,24 @@ def test_busy_goal_is_rejected_and_cancel_is_honoured(graph):
     wait(first.cancel_goal_async())
     result = result_of(first)
     assert result.error_code == ExecuteSubtask.Result.CANCELED and not result.success
+
+
+def test_monitor_publishes_each_error_on_emmoe_errors(graph):
+    from emmoe_interfaces.msg import StepRecord
+
+    client_node, policy, _ = graph
+    received: list = []
+    client_node.create_subscription(StepRecord, ERRORS_TOPIC, received.append, 10)
+    time.sleep(1.0)
+    _, handle = send(client_node, "Put", "apple", "fridge", inventory=("apple",))
+    assert result_of(handle).error_type == "L2"
+    _, handle = send(client_node, "Pick", "apple")
+    assert result_of(handle).success
+    deadline = time.monotonic() + 10
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(received) == 1
+    record = received[0]
+    assert (record.error_type, record.error_code, record.feedback) == ("L2", 4, "Unable to put, the hand is empty")
+    assert (record.subtask.action, record.subtask.target, record.subtask.place) == ("Put", "apple", "fridge")
+    assert list(record.inventory_before) == ["apple"]

@@ -206,7 +206,6 @@ class Planner:
             max_new_tokens=self.config.max_new_tokens,
             constraints=self.constraints(observation),
             executed=tuple(self.memory.executed),
-            visible=self.visible_names(observation),
             cancel=cancel,
         )
         raw_output = ""

@@ -111,3 +111,23 @@ def test_missing_or_wrong_models_are_clear_errors(tiny_models: dict[str, Path], 
         HFConfig(model_path="x", dtype="int3")
     with pytest.raises(ValueError, match="hf_model_path"):
         HFConfig(model_path="")
+
+
+def test_cancel_stops_generation(tiny_models: dict[str, Path]) -> None:
+    import threading
+
+    from homiebot_planner.backends import GenerationRequest
+
+    backend = HFBackend(HFConfig(model_path=str(tiny_models["lm"])))
+    planner = Planner(backend, "t")
+    messages = planner.messages(Observation(), planner.user_message(Observation()))
+    cancel = threading.Event()
+    cancel.set()
+    calls = _spy_generate(backend)
+    backend.generate(GenerationRequest(messages=messages, max_new_tokens=64, temperature=0.0, cancel=cancel))
+    backend.generate(GenerationRequest(messages=messages, max_new_tokens=64, temperature=0.0))
+    assert len(calls) == 2 and "stopping_criteria" in calls[0] and "stopping_criteria" not in calls[1]
+    cancelled, full = (len(backend.loaded.tokenizer(text)["input_ids"]) for text in (
+        backend.generate(GenerationRequest(messages=messages, max_new_tokens=64, temperature=0.0, cancel=cancel)),
+        backend.generate(GenerationRequest(messages=messages, max_new_tokens=64, temperature=0.0))))
+    assert cancelled <= 2 < full

@@ -34,7 +34,7 @@ import numpy as np
 from habitat_bridge import layout
 from habitat_bridge.backends import fetch_model
 from habitat_bridge.backends.base import BackendError, ContainerState, InstanceState, SimBackend, UnknownNameError
-from habitat_bridge.furniture import MovingPart
+from habitat_bridge.furniture import MovingPart, Surface
 from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec
 
 from homiebot_executor.failure_model import FailureModel
@@ -54,6 +54,8 @@ FRONT_MODELS: tuple[str, ...] = ("counter", "fridge", "cabinet", "shelf", "sofa"
 READY_ARM: tuple[float, ...] = (0.0, -1.2, 0.0, 1.4, 0.0, 1.9, 0.0)
 READY_TORSO = 0.3
 TUCKED_TORSO = 0.15
+# Regions with less free height than this above them are reached with a level gripper (metres).
+LEVEL_BELOW_CLEARANCE = 0.6
 # Via poses tried, in this order, when a straight joint move would hit furniture: the arm raised and folded close in
 # front (0.38 m ahead at most), and raised at the side.
 VIA_POSES: tuple[tuple[tuple[float, ...], float], ...] = (
@@ -95,7 +97,7 @@ class PrivilegedConfig:
     arm_speed: float = 0.2
     grasp_distance: float = 0.06
     hinge_open: float = 1.45
-    slide_open: float = 0.38
+    slide_open: float = 0.43
     controller: ControllerConfig = field(default_factory=ControllerConfig)
     ik: IkConfig = field(default_factory=IkConfig)
 
@@ -238,7 +240,7 @@ class PrivilegedSkills:
         """Drive the arm (and torso) to joint targets, interpolating at `arm_speed` per control step.
 
         Raises:
-            _Stop: UNREACHABLE when `must_arrive` and the arm stays more than 0.15 rad off (blocked by furniture).
+            _Stop: UNREACHABLE when `must_arrive` and a joint stays more than 0.35 rad off (blocked by furniture).
         """
         _, joints = self._joint_state()
         start = np.array([joints[name] for name in fetch_model.ARM_JOINTS])
@@ -255,7 +257,7 @@ class PrivilegedSkills:
             if self._arm_error(target) < 0.03:
                 return
             self._tick()
-        if must_arrive and self._arm_error(target) > 0.15:
+        if must_arrive and self._arm_error(target) > 0.35:
             raise _Stop(SkillStatus.UNREACHABLE, f"the arm is blocked {self._arm_error(target):.2f} rad short of its "
                                                  "target")
 
@@ -563,13 +565,17 @@ class PrivilegedSkills:
         pitches = (0.0, 0.3, 0.6) if level else (math.pi / 2, 1.2, 0.9, 0.6, 0.3)
         return [grasp_rotation(yaw, pitch) for pitch in pitches]
 
-    def _level_access(self, receptacle: str) -> bool:
-        """Whether things in this receptacle are reached level (inside a fridge or cabinet, not a drawer)."""
+    @staticmethod
+    def _reached_level(surface: Surface | None) -> bool:
+        """Whether things on a region are reached with a level gripper: the region has a board or shelf close above
+        it (fridge and cabinet shelves, open shelving); a drawer is pulled out from under the top, so it is not."""
+        return surface is not None and surface.part is None and surface.clearance < LEVEL_BELOW_CLEARANCE
+
+    def _surface_of(self, state: InstanceState) -> Surface | None:
         spec = self._spec()
-        item = spec.item(receptacle)
-        if isinstance(item, Articulation):
-            return item.joint != "slide"
-        return isinstance(item, Furniture) and item.model in ("fridge", "cabinet")
+        item = spec.item(state.receptacle)
+        piece = spec.owner_of(item.name) if isinstance(item, Articulation) else item
+        return piece.geometry.surface(state.surface) if isinstance(piece, Furniture) else None
 
     def _pick(self, goal: SkillGoal) -> tuple[SkillStatus, str]:
         if self._held():
@@ -581,7 +587,7 @@ class PrivilegedSkills:
         self._go_near((centre[0], centre[1]), 0.4, self.config.reach, self._furniture_of(state.name))
         x, y, _ = self._base()
         yaw = math.atan2(centre[1] - y, centre[0] - x)
-        level = state.inside and self._level_access(state.receptacle)
+        level = self._reached_level(self._surface_of(state))
         grasp_point = centre.copy()
         grasp_point[2] = max(centre[2], centre[2] + state.size[2] / 2 - 0.03)
         self._phase("approach")
@@ -626,7 +632,7 @@ class PrivilegedSkills:
         region, point = spot
         x, y, _ = self._base()
         yaw = math.atan2(point[1] - y, point[0] - x)
-        level = region.surface.inside and region.surface.part is None
+        level = self._reached_level(region.surface)
         grip, grip_rotation = self._grip()
         offset = grip_rotation.T @ (np.array(self._instance(held).pose.position) - grip)
         target = np.array([point[0], point[1], point[2] + obj.size[2] / 2 + 0.02])

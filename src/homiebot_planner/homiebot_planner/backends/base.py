@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -88,7 +87,6 @@ class GenerationRequest:
         max_new_tokens: cap on generated tokens.
         constraints: what constrained decoding may choose from.
         executed: the subtasks executed so far in this episode (for replaying backends).
-        visible: the visible names per view (text observations), view -> names.
         cancel: set when the run is cancelled; long generations stop early.
     """
 
@@ -97,7 +95,6 @@ class GenerationRequest:
     max_new_tokens: int = 256
     constraints: DecodingConstraints = field(default_factory=DecodingConstraints)
     executed: tuple[ExecutedStep, ...] = ()
-    visible: Mapping[str, Sequence[str]] = field(default_factory=dict)
     cancel: threading.Event | None = None
 
 

@@ -10,7 +10,6 @@ bitsandbytes. Constrained decoding (see `constrained.py`) is a setting.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from typing import Any
 from homiebot_planner.backends.base import BackendError, ChatMessage, GenerationRequest, PlannerBackend
 from homiebot_planner.backends.constrained import constrained_answer, make_cancel_criteria, sampling_arguments
 
-_LOG = logging.getLogger(__name__)
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _OBSERVATION_MODES = ("auto", "images", "text")
 ADAPTER_FILE = "adapter_config.json"

@@ -2,8 +2,10 @@
 
 Every task instruction and every analysis of a successful step (the only analyses that reach training text) is
 rewritten N times by a chat model; each rewrite must keep the object names of the original verbatim, or it is
-rejected and more are asked for. Names to keep: the targets and places of the trajectory's subtasks that occur in
-the text, and every snake_case word of the text (EMMOE writes objects as `green_can`, `brown_table`).
+rejected and more are asked for (so is a rewrite spanning several lines: task and analysis are one line each in the
+training text). Names to keep: the targets and places of the trajectory's successful subtasks
+that occur in the text (failed ones may name things that do not exist), and every snake_case word of the text
+(EMMOE writes objects as `green_can`, `brown_table`).
 
 Responses are cached on disk, one file per request keyed by the SHA-256 of everything that determines it (prompt
 version, model, temperature, N, text, names, attempt number), so a rerun costs no request at all.
@@ -106,7 +108,7 @@ class ParaphraseReport:
         texts: distinct texts rewritten.
         requests: requests sent to the server (0 on a fully cached rerun).
         cached: responses read from the cache.
-        rejected: rewrites thrown away (an object name missing, empty, or a repeat).
+        rejected: rewrites thrown away (an object name missing, several lines, unchanged, or a repeat).
         short: texts that got fewer accepted rewrites than asked for (their missing variants keep the original).
     """
 
@@ -130,8 +132,8 @@ class ParaphraseReport:
 
 
 def protected_names(trajectory: Trajectory, text: str) -> list[str]:
-    """The object names a rewrite of `text` must keep: subtask targets/places found in it, and its snake_case words."""
-    candidates = {name for step in trajectory.steps for name in (step.target, step.place) if name}
+    """The names a rewrite of `text` must keep: successful subtasks' targets/places in it, and its snake_case words."""
+    candidates = {name for step in trajectory.steps if step.succeeded for name in (step.target, step.place) if name}
     found = [name for name in sorted(candidates) if _contains(text, name)]
     for word in _SNAKE_CASE.findall(text):
         if not any(word.lower() == name.lower() for name in found):
@@ -187,7 +189,7 @@ class Paraphraser:
         accepted: list[str] = []
         for attempt in range(self.config.max_attempts):
             for candidate in parse_rewrites(self._response(text, names, kind, attempt)):
-                usable = (keeps_names(candidate, names) and candidate != text
+                usable = (keeps_names(candidate, names) and candidate != text and "\n" not in candidate
                           and candidate.lower() not in (seen.lower() for seen in accepted))
                 if not usable:
                     self.report.add(rejected=1)

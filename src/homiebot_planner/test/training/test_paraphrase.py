@@ -12,8 +12,8 @@ import pytest
 
 from homiebot.cli import main as homiebot_main
 from homiebot_planner.training.build import BuildConfig, build_datasets
-from homiebot_planner.training.paraphrase import (ParaphraseConfig, ParaphraseError, keeps_names, paraphrase_split,
-                                                  parse_rewrites, protected_names)
+from homiebot_planner.training.paraphrase import (ParaphraseConfig, ParaphraseError, Paraphraser, keeps_names,
+                                                  paraphrase_split, parse_rewrites, protected_names)
 from homiebot_planner.training.trajectory import TrajectoryError, read_trajectory
 
 TEXTS = 1 + 7 + 1 + 5 + 1 + 3  # per task: the instruction + the analyses of its successful steps (7, 5, 3)
@@ -170,11 +170,42 @@ def test_an_unreachable_server_is_one_clear_error(emmoe_data: Path, tmp_path: Pa
                                           retries=0))
 
 
+class FixedAnswerClient:
+    """Stands in for openai.OpenAI: every chat completion answers `content`."""
+
+    def __init__(self, content: str) -> None:
+        self.calls = 0
+        self.chat = self
+        self.completions = self
+        self._content = content
+
+    def create(self, **_: object) -> object:
+        self.calls += 1
+        message = type("Message", (), {"content": self._content})()
+        return type("Response", (), {"choices": [type("Choice", (), {"message": message})()]})()
+
+
+def test_rewrites_that_lose_a_name_span_lines_or_repeat_are_rejected(tmp_path: Path) -> None:
+    client = FixedAnswerClient(json.dumps(["Carry the green_can\nto the sofa", "Take the green_can to the sofa",
+                                           "take the green_can to the SOFA", "Take the can to the sofa",
+                                           "Bring the green_can to the sofa"]))
+    paraphraser = Paraphraser(ParaphraseConfig(base_url="http://127.0.0.1:9/v1", model="fixed", rewrites=3,
+                                               cache_dir=tmp_path, max_attempts=2), client)
+
+    accepted = paraphraser.rewrite("Bring the green_can to the sofa", ["green_can", "sofa"], "task instruction")
+
+    # Per answer: two lines, a case-insensitive repeat, a lost name and the unchanged original are rejected.
+    assert accepted == ["Take the green_can to the sofa"]
+    assert client.calls == 2  # the second attempt (same answer) adds nothing new
+    assert (paraphraser.report.rejected, paraphraser.report.short) == (4 + 5, 1)
+
+
 def test_names_to_keep_and_response_parsing(emmoe_data: Path) -> None:
     trajectory = read_trajectory(emmoe_data / "train" / "2" / "info.txt")
 
     assert protected_names(trajectory, "Bring the green_can to the sofa") == ["green_can", "sofa"]
-    assert protected_names(trajectory, "Use the blue_cup, not the can") == ["can", "blue_cup"]
+    assert protected_names(trajectory, "Use the blue_cup, not the sofa") == ["sofa", "blue_cup"]
+    assert protected_names(trajectory, "I can see it") == []  # "can" is only the target of a failed step
     assert keeps_names("Take the Green_Can over to the SOFA", ["green_can", "sofa"])
     assert not keeps_names("Take the green can to the sofa", ["green_can", "sofa"])
     assert not keeps_names("Move the green_can to the sofas", ["green_can", "sofa"])
