@@ -8,12 +8,15 @@ the executor's attempt loop (up to 3 attempts, arm reset before each) exactly as
 once per subtask. Prints per-skill first-attempt and subtask success rates, median and 90th-percentile wall time of a
 subtask, and the failure reasons.
 
-Round trip (ROS, `--round-trip`): the executor node in this process answers /subtask goals for End and for a
-subtask that fails its checks (F2), against a QueryScene server; the median is the executor's overhead without any
-skill simulation.
+Round trip (ROS, `--round-trip`): the executor node, a stand-in QueryScene server and a skill server whose policy
+answers at once, each in its own process; the client times End, a subtask failing its checks (F2) and a Pick that
+goes through the skill server: the executor's overhead without any skill simulation.
+
+Across (`--across`): wall time of Go to from the fridge to the tv stand and back in each apartment.
 
     python bench/bench_executor.py --seeds 10            # skill rates (about 1 s per trial)
     python bench/bench_executor.py --round-trip          # /subtask overhead
+    python bench/bench_executor.py --across --seeds 10   # Go to across the apartment
 Results go to bench/results/executor.json.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import sys
@@ -133,43 +137,121 @@ def skill_trials(seeds: list[int], episodes: int) -> dict[str, Any]:
     return summary
 
 
+def across_apartment(seeds: list[int]) -> dict[str, Any]:
+    """Wall time of Go to from the fridge to the tv stand (across the apartment) and back, one per seed."""
+    from habitat_bridge import apartment
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+
+    from homiebot_executor.policies.privileged import PrivilegedSkills
+    from homiebot_executor.skills import SkillGoal
+
+    backend = MujocoBackend()
+    walls, paths, successes = [], [], 0
+    for seed in seeds:
+        backend.reset(apartment.generate_apartment(seed))
+        skills = PrivilegedSkills(backend)
+        skills.run(SkillGoal("navigate", "fridge_0"))
+        for target in ("tv_stand_0", "fridge_0"):
+            start = backend.robot_state().base.position
+            started = time.perf_counter()
+            outcome = skills.run(SkillGoal("navigate", target))
+            walls.append(time.perf_counter() - started)
+            paths.append(math.dist(start[:2], backend.robot_state().base.position[:2]))
+            successes += outcome.success
+    backend.close()
+    return {"trials": len(walls), "success_rate": successes / len(walls),
+            "median_wall_s": round(statistics.median(walls), 3), "max_wall_s": round(max(walls), 3),
+            "median_straight_line_m": round(statistics.median(paths), 2)}
+
+
 def round_trip(count: int) -> dict[str, Any]:
-    """Median /subtask round trip for End and an F2 failure (no skill simulation)."""
+    """/subtask round trips without skill simulation, each node in its own process as deployed.
+
+    The scene comes from homiebot_executor.static_scene and the skill server answers at once (an instant scripted
+    policy), so what is measured is the executor's own overhead: goal and result transport, the scene queries,
+    the checks, routing and the skill action hop. Cases: End (no scene query), an F2 check failure (one query), and
+    a successful Pick (two queries, one skill action round trip).
+    """
+    import os
+    import subprocess
+    import threading
+
     import rclpy
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
     from rclpy.action import ActionClient
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
 
-    from homiebot_executor.executor_node import ExecutorNode
-    from homiebot_executor.test_support import StaticSceneServer
-
+    os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 50))
+    children = [subprocess.Popen([sys.executable, "-m", module], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True)
+                for module in ("homiebot_executor.static_scene", "homiebot_executor.executor_node")]
+    children.append(subprocess.Popen([sys.executable, "-c", INSTANT_SKILLS], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True))
+    for child in children:
+        assert child.stdout is not None
+        child.stdout.readline()
     rclpy.init()
-    scene = StaticSceneServer()
-    executor_node = ExecutorNode()
     client_node = rclpy.create_node("bench_client")
-    spinner = MultiThreadedExecutor()
-    for node in (scene, executor_node):
-        spinner.add_node(node)
-    import threading
-    thread = threading.Thread(target=spinner.spin, daemon=True)
-    thread.start()
+    spinner = SingleThreadedExecutor()
+    spinner.add_node(client_node)
+    threading.Thread(target=spinner.spin, daemon=True).start()
     client = ActionClient(client_node, ExecuteSubtask, "/subtask")
-    client.wait_for_server(timeout_sec=10)
-    timings: dict[str, list[float]] = {"End": [], "F2": []}
-    for label, subtask in (("End", Subtask(action="End", model="None")),
-                           ("F2", Subtask(action="Pick", target="spaceship", model="RT-1-X"))):
-        for _ in range(count):
-            started = time.perf_counter()
-            future = client.send_goal_async(ExecuteSubtask.Goal(subtask=subtask))
-            rclpy.spin_until_future_complete(client_node, future)
-            result_future = future.result().get_result_async()
-            rclpy.spin_until_future_complete(client_node, result_future)
-            timings[label].append((time.perf_counter() - started) * 1000)
-    spinner.shutdown()
-    rclpy.shutdown()
-    return {label: {"median_ms": statistics.median(values), "p90_ms": percentile(values, 0.9)}
+    client.wait_for_server(timeout_sec=30)
+
+    def once(subtask: Any) -> float:
+        started = time.perf_counter()
+        done = threading.Event()
+        future = client.send_goal_async(ExecuteSubtask.Goal(subtask=subtask))
+        future.add_done_callback(lambda _: done.set())
+        done.wait(30)
+        done.clear()
+        result_future = future.result().get_result_async()
+        result_future.add_done_callback(lambda _: done.set())
+        done.wait(30)
+        return (time.perf_counter() - started) * 1000
+
+    cases = {"End": Subtask(action="End", model="None"),
+             "F2 check failure": Subtask(action="Pick", target="spaceship", model="RT-1-X"),
+             "Pick with an instant skill": Subtask(action="Pick", target="apple", model="RT-1-X")}
+    timings: dict[str, list[float]] = {}
+    try:
+        for label, subtask in cases.items():
+            for _ in range(5):
+                once(subtask)
+            timings[label] = [once(subtask) for _ in range(count)]
+    finally:
+        spinner.shutdown()
+        client.destroy()
+        client_node.destroy_node()
+        rclpy.shutdown()
+        for child in children:
+            child.send_signal(2)
+        for child in children:
+            child.wait(timeout=10)
+    return {label: {"median_ms": round(statistics.median(values), 2), "p90_ms": round(percentile(values, 0.9), 2)}
             for label, values in timings.items()}
+
+
+# A skill server whose policy answers at once (the /subtask overhead without any simulation).
+INSTANT_SKILLS = """
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
+from homiebot_executor.skills import SkillOutcome, SkillStatus
+class Instant:
+    def run(self, goal, should_cancel, progress):
+        return SkillOutcome(SkillStatus.SUCCEEDED, held_object='')
+rclpy.init()
+node = SkillServerNode('m3', Instant(), RobotClaim())
+executor = MultiThreadedExecutor()
+executor.add_node(node)
+print('instant skills ready', flush=True)
+try:
+    executor.spin()
+except KeyboardInterrupt:
+    pass
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,16 +262,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=3, help="episodes per apartment")
     parser.add_argument("--round-trip", action="store_true", help="measure the /subtask overhead instead")
     parser.add_argument("--count", type=int, default=50, help="round trips per case")
+    parser.add_argument("--across", action="store_true", help="time Go to across the apartment instead")
     args = parser.parse_args(argv)
-    results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     if args.round_trip:
         figures = round_trip(args.count)
-        results["round_trip"] = figures
+        results: dict[str, Any] = {"round_trip": figures}
+    elif args.across:
+        figures = across_apartment(list(range(args.first_seed, args.first_seed + args.seeds)))
+        results = {"across_apartment": figures}
     else:
         figures = skill_trials(list(range(args.first_seed, args.first_seed + args.seeds)), args.episodes)
-        results["skills"] = {"seeds": args.seeds, "first_seed": args.first_seed, "episodes": args.episodes,
-                             "per_skill": figures}
+        results = {"skills": {"seeds": args.seeds, "first_seed": args.first_seed, "episodes": args.episodes,
+                              "per_skill": figures}}
     print(json.dumps(figures, indent=1))
+    results = {**(json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}), **results}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     return 0

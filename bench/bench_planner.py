@@ -214,11 +214,12 @@ def main() -> int:
     parser.add_argument("--skip-smollm2", action="store_true", help="only measure the overhead")
     args = parser.parse_args()
 
-    results: dict[str, Any] = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-                               "cpus": os.cpu_count(), "load_average_before": os.getloadavg()[0]}
+    results: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
+                               "python": platform.python_version(), "cpus": os.cpu_count(),
+                               "load_average_before": os.getloadavg()[0]}
     results["overhead"] = overhead(args.overhead_steps)
-    print("prompt building + parsing per step: median {decide_median_ms:.3f} ms (user message {user_message_median_ms:.3f}"
-          " ms, parse {parse_median_ms:.4f} ms); goal < 1 ms".format(**results["overhead"]))
+    print("prompt building + parsing per step: median {decide_median_ms:.3f} ms (user message "
+          "{user_message_median_ms:.3f} ms, parse {parse_median_ms:.4f} ms); goal < 1 ms".format(**results["overhead"]))
     if not args.skip_smollm2:
         results["smollm2"] = figures = smollm2_figures(args.threads, min(args.states, len(STATES)),
                                                        args.max_new_tokens)
@@ -226,7 +227,8 @@ def main() -> int:
               f"median prompt {figures['prompt_tokens_median']} tokens")
         for label, row in figures["settings"].items():
             print(f"  {label:28s} step median {row['step_median_s']:5.2f} s  {row['tokens_per_s']:5.1f} tokens/s  "
-                  f"parse {row['parse_rate']:4.0%}  valid {row['valid_rate']:4.0%}  sensible {row['sensible_rate']:4.0%}"
+                  f"parse {row['parse_rate']:4.0%}  valid {row['valid_rate']:4.0%}  "
+                  f"sensible {row['sensible_rate']:4.0%}"
                   f"  ({row['states']} states; actions {row['actions']})")
     results["load_average_after"] = os.getloadavg()[0]
     print(f"1-minute load average before/after: {results['load_average_before']:.1f} / "

@@ -179,9 +179,9 @@ def _l3(ctx: _Context) -> bool:
     if ctx.request.verb != "put":
         return False
     target = ctx.target()
-    part = target.container if target is not None else None
-    if part is None or part.is_open:
+    if target is None or target.container is None or target.container.is_open:
         return False
+    part = target.container
     if part.is_drawer or target.instance.canonical in ctx.config.enclosed_canonicals:
         ctx.detail = f"{part.name} is at {part.position:.3f} (open from {part.open_threshold:g})"
         return True

@@ -127,7 +127,7 @@ def _send_all(parsed: list[Any], args: argparse.Namespace) -> int:
     spinner.add_node(node)
     thread = threading.Thread(target=spinner.spin, daemon=True)
     thread.start()
-    client = ActionClient(node, ExecuteSubtask, "/subtask")
+    client: Any = ActionClient(node, ExecuteSubtask, "/subtask")
     failures = 0
     inventory: list[str] = []
     try:

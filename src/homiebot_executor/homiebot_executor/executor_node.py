@@ -106,7 +106,7 @@ class ExecutorNode(Node):
         self._handle: ServerGoalHandle | None = None
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
-        self._query = self.create_client(QueryScene, QUERY_SERVICE, callback_group=self._group)
+        self._query: Any = self.create_client(QueryScene, QUERY_SERVICE, callback_group=self._group)
         self._skill_clients: dict[str, ActionClient] = {}
         self._outcomes = self.create_publisher(StepRecord, OUTCOMES_TOPIC, 10)
         self._goal_count = 0

@@ -134,7 +134,7 @@ def manipulate_result(outcome: SkillOutcome) -> Manipulate.Result:
 def _message(outcome: SkillOutcome) -> str:
     if outcome.success:
         return ""
-    return f"{outcome.status.value}: {outcome.message}" if outcome.message else outcome.status.value
+    return outcome.message or outcome.status.value
 
 
 def outcome_from_navigate(result: Navigate.Result) -> SkillOutcome:

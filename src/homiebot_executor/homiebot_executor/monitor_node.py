@@ -67,7 +67,7 @@ class MonitorNode(Node):
                                  callback_group=group)
         self.create_subscription(StepRecord, OUTCOMES_TOPIC, self._on_outcome, 10, callback_group=group)
         self.create_subscription(GoalStatusArray, STATUS_TOPIC, self._on_status, 10, callback_group=group)
-        self._query = self.create_client(QueryScene, QUERY_SERVICE, callback_group=group)
+        self._query: Any = self.create_client(QueryScene, QUERY_SERVICE, callback_group=group)
         self.create_timer(self.watch_period, self._sample, callback_group=group)
 
     def _on_feedback(self, message: Any) -> None:

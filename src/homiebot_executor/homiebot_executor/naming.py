@@ -88,8 +88,9 @@ class NameResolver:
         """
         verb = action.lower()
         exact = next((part for part in snapshot.containers if normalize(part.name) == normalize(written)), None)
-        if exact is not None and snapshot.object(exact.owner) is not None:
-            return ResolvedTarget(written, snapshot.object(exact.owner), exact)  # type: ignore[arg-type]
+        owner = snapshot.object(exact.owner) if exact is not None else None
+        if exact is not None and owner is not None:
+            return ResolvedTarget(written, owner, exact)
         candidates = self.matching_instances(written, snapshot)
         parts = self._matching_parts(written, snapshot)
         if names_drawer(written):
@@ -107,9 +108,9 @@ class NameResolver:
                 if own:
                     return ResolvedTarget(written, candidate, self._pick_part(own, verb))
             return ResolvedTarget(written, candidates[0])
-        chosen = candidates[0]
-        doors = [part for part in snapshot.containers_of(chosen.name) if not part.is_drawer]
-        return ResolvedTarget(written, chosen, doors[0] if doors else None)
+        nearest = candidates[0]
+        doors = [part for part in snapshot.containers_of(nearest.name) if not part.is_drawer]
+        return ResolvedTarget(written, nearest, doors[0] if doors else None)
 
     def _matching_parts(self, written: str, snapshot: SceneSnapshot) -> list[ContainerInfo]:
         key = normalize(written)

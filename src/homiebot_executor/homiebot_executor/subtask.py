@@ -109,9 +109,10 @@ class SubtaskExecutor:
                                                 f"{chosen.action_name} {goal.skill} {goal.target}"))
         if not execution.canceled and not execution.fault:
             feedback("verifying", len(execution.attempts), execution.detail)
-        after = self._scene()
-        inventory = tuple(inventory_after(after.held_object, after.held_canonical(), before, request.action,
-                                          request.target))
+        held = self._hand_after(snapshot, goal, execution.attempts)
+        held_info = snapshot.object(held) if held else None
+        canonical = held_info.canonical if held_info is not None else ""
+        inventory = tuple(inventory_after(held, canonical, before, request.action, request.target))
         if execution.canceled:
             return SubtaskResult(False, CANCELED, "", execution.detail, inventory, execution.attempts)
         if execution.fault:
@@ -120,6 +121,16 @@ class SubtaskExecutor:
             return SubtaskResult(True, NONE, "None", "", inventory, execution.attempts)
         return SubtaskResult(False, execution.error_type, execution.feedback, execution.detail, inventory,
                              execution.attempts)
+
+    def _hand_after(self, snapshot: SceneSnapshot, goal: SkillGoal, attempts: tuple[SkillOutcome, ...]) -> str:
+        """The hand after the step: as the last attempt reports it; unchanged after a successful navigation (a drop
+        fails the skill); otherwise read from the scene."""
+        last = attempts[-1] if attempts else None
+        if last is not None and last.held_object is not None:
+            return last.held_object
+        if last is not None and last.success and goal.skill == "navigate":
+            return snapshot.held_object
+        return self._scene().held_object
 
     @staticmethod
     def skill_goal(request: SubtaskRequest, target: ResolvedTarget, snapshot: SceneSnapshot) -> SkillGoal:

@@ -105,7 +105,8 @@ class PlannerNode(Node):
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._runs: dict[bytes, RunState] = {}
-        self._observe_client: Any = self.create_client(GetObservation, "/sim/get_observation", callback_group=self._group)
+        self._observe_client: Any = self.create_client(GetObservation, "/sim/get_observation",
+                                                       callback_group=self._group)
         self._reset_client: Any = self.create_client(ResetEpisode, "/sim/reset_episode", callback_group=self._group)
         self._subtask_client: Any = ActionClient(self, ExecuteSubtask, "/subtask", callback_group=self._group)
         self._steps = self.create_publisher(StepRecord, "/emmoe/steps",
@@ -154,7 +155,8 @@ class PlannerNode(Node):
         if goal_handle.is_cancel_requested:
             run.cancel.set()
         max_steps = goal.max_steps or node.max_steps
-        planner = Planner(self.backend, spec.instruction, replace(self.planner_config, in_context_example=self.in_context_example))
+        config = replace(self.planner_config, in_context_example=self.in_context_example)
+        planner = Planner(self.backend, spec.instruction, config)
         self.get_logger().info(f"run {spec.episode_id}/{run.run_index}: {spec.instruction!r} (max {max_steps} steps)")
         try:
             self.backend.start_episode(EpisodeInfo(episode_id=spec.episode_id, instruction=spec.instruction,
@@ -166,26 +168,28 @@ class PlannerNode(Node):
                 self._check_cancel(run)
                 observation, views = self._step(goal_handle, run, planner, observation, views)
         except RunAborted as abort:
-            self._write_conversation(run, planner)
-            if abort.error_code == RunTask.Result.CANCELED:
-                goal_handle.canceled()
-            else:
-                goal_handle.abort()
-            self.get_logger().info(f"run {spec.episode_id}/{run.run_index} ended: {abort}")
-            return _result(abort.error_code, str(abort), run)
+            return self._finish(goal_handle, run, planner, abort.error_code, str(abort))
         except BackendError as error:
-            self._write_conversation(run, planner)
             if run.cancel.is_set():
-                goal_handle.canceled()
-                return _result(RunTask.Result.CANCELED, "cancelled during inference", run)
-            goal_handle.abort()
-            return _result(RunTask.Result.PLANNER_ERROR, str(error), run)
-        self._write_conversation(run, planner)
-        goal_handle.succeed()
+                return self._finish(goal_handle, run, planner, RunTask.Result.CANCELED, "cancelled during inference")
+            return self._finish(goal_handle, run, planner, RunTask.Result.PLANNER_ERROR, str(error))
         reason = "the agent ended the run" if run.ended_by_agent else f"step limit {max_steps} reached"
-        self.get_logger().info(f"run {spec.episode_id}/{run.run_index} finished after {run.steps} steps: {reason}")
-        result = _result(RunTask.Result.NONE, "", run, success=run.ended_by_agent)
-        result.task_progress = spec.task_progress(planner.memory.executed)
+        return self._finish(goal_handle, run, planner, RunTask.Result.NONE, reason)
+
+    def _finish(self, goal_handle: Any, run: RunState, planner: Planner, error_code: int,
+                message: str) -> RunTask.Result:
+        """Write conversation.json, settle the goal and build the result (task progress when keypaths are known)."""
+        self._write_conversation(run, planner)
+        if error_code == RunTask.Result.NONE:
+            goal_handle.succeed()
+        elif error_code == RunTask.Result.CANCELED:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        self.get_logger().info(f"run {run.spec.episode_id}/{run.run_index} ended after {run.steps} steps: {message}")
+        result = _result(error_code, "" if error_code == RunTask.Result.NONE else message, run,
+                         success=run.ended_by_agent)
+        result.task_progress = run.spec.task_progress(planner.memory.executed)
         return result
 
     def _step(self, goal_handle: Any, run: RunState, planner: Planner, observation: Observation,

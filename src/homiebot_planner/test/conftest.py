@@ -114,7 +114,8 @@ class StubServer:
                 self._reply(200, {
                     "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": stub.answers.pop(0) if stub.answers else STUB_ANSWER}}],
+                                 "message": {"role": "assistant",
+                                             "content": stub.answers.pop(0) if stub.answers else STUB_ANSWER}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 })
 

@@ -56,7 +56,8 @@ def test_text_lm_without_template_gets_the_release_format(tiny_models: dict[str,
 def test_chat_template_is_used(tiny_models: dict[str, Path]) -> None:
     backend = HFBackend(HFConfig(model_path=str(tiny_models["chat_lm"])))
     planner = Planner(backend, "t")
-    prompt, templated = chat_prompt(backend.loaded, planner.messages(Observation(), planner.user_message(Observation())))
+    observation = Observation()
+    prompt, templated = chat_prompt(backend.loaded, planner.messages(observation, planner.user_message(observation)))
     assert templated
     assert prompt.startswith("<s>system\n" + system_prompt("text") + "</s>\n<s>user\nVisible objects:")
     assert prompt.endswith("<s>assistant\n")

@@ -21,7 +21,8 @@ SECRET = "sk-test-0123456789-secret"
 
 def _views() -> dict[str, np.ndarray]:
     generator = np.random.default_rng(1)
-    return {view: generator.integers(0, 255, (256, 256, 3), dtype=np.uint8) for view in ("front", "left", "back", "right")}
+    return {view: generator.integers(0, 255, (256, 256, 3), dtype=np.uint8)
+            for view in ("front", "left", "back", "right")}
 
 
 def _backend(url: str, **options: Any) -> tuple[OpenAIBackend, list[float]]:

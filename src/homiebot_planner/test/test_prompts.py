@@ -68,7 +68,8 @@ def test_history_entry_format() -> None:
     assert format_history_entry(4, SubtaskText("Put", "apple", "fridge"), False) == "(4) Put, apple, fridge(fail) "
 
 
-@pytest.mark.parametrize(("inventory", "shown"), [([], "None"), (["apple"], "apple"), (["apple", "bowl"], "apple bowl")])
+@pytest.mark.parametrize(("inventory", "shown"),
+                         [([], "None"), (["apple"], "apple"), (["apple", "bowl"], "apple bowl")])
 def test_inventory_format(inventory: list[str], shown: str) -> None:
     assert f"\nInventory: {shown}\n" in build_user_message("t", inventory, None, None)
 

@@ -114,6 +114,7 @@ def test_task_progress_of_a_run(tmp_path: Path) -> None:
     (directory / "info.txt").write_text("Task: t\n\nSubtask1: [End]\n", encoding="utf-8")
     (directory / "keypath.json").write_text('[["[Go to, fridge]", "[Open, fridge]", "[End]"]]', encoding="utf-8")
     spec = resolve_episode("3", "", str(tmp_path))
-    steps = [ExecutedStep(SubtaskText("Go to", "refrigerator"), True), ExecutedStep(SubtaskText("Open", "fridge"), False)]
+    steps = [ExecutedStep(SubtaskText("Go to", "refrigerator"), True),
+             ExecutedStep(SubtaskText("Open", "fridge"), False)]
     assert spec.task_progress(steps) == pytest.approx(1 / 3)
     assert resolve_episode("", "free").task_progress(steps) == -1.0

@@ -161,13 +161,7 @@ class ArmIk:
             q[address] = np.clip(q[address], low + 1e-4, high - 1e-4)
         self._configuration.update(q)
 
-    def grip_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """(position, rotation matrix) of the grasp site in the current IK configuration."""
-        data = self._configuration.data
-        site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, GRIP_SITE)
-        return data.site_xpos[site].copy(), data.site_xmat[site].reshape(3, 3).copy()
-
-    def solve(self, position: Sequence[float], rotation: np.ndarray) -> IkSolution:
+    def solve(self, position: Sequence[float] | np.ndarray, rotation: np.ndarray) -> IkSolution:
         """Torso and arm joints that put the grasp site at `position` with `rotation` (world frame).
 
         Starts from the configuration given by `set_robot` (so successive targets along a path stay continuous);
@@ -191,7 +185,7 @@ class ArmIk:
         self._configuration.update(q)
         return best
 
-    def _solve_from_current(self, position: Sequence[float], rotation: np.ndarray) -> IkSolution:
+    def _solve_from_current(self, position: Sequence[float] | np.ndarray, rotation: np.ndarray) -> IkSolution:
         target = mink.SE3.from_rotation_and_translation(mink.SO3.from_matrix(np.asarray(rotation, dtype=float)),
                                                         np.asarray(position, dtype=float))
         self._frame.set_target(target)

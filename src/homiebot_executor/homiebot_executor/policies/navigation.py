@@ -208,11 +208,6 @@ class BaseController:
         self._segment = 0
         self._arrived = len(self.waypoints) == 1
 
-    @property
-    def done_driving(self) -> bool:
-        """Whether the last waypoint was reached."""
-        return self._arrived
-
     def _target(self, x: float, y: float) -> tuple[float, float]:
         """The look-ahead point: project onto the current segment, then walk `lookahead` metres along the path."""
         points = self.waypoints

@@ -95,7 +95,7 @@ class PrivilegedConfig:
     place_success_distance: float = 0.5
     reach: float = 0.88
     arm_speed: float = 0.2
-    grasp_distance: float = 0.06
+    grasp_distance: float = 0.08
     hinge_open: float = 1.45
     slide_open: float = 0.43
     controller: ControllerConfig = field(default_factory=ControllerConfig)
@@ -306,7 +306,7 @@ class PrivilegedSkills:
                 self.backend.open_gripper()
         self._route_arm(fetch_model.TUCKED_ARM, TUCKED_TORSO)
 
-    def _solve(self, position: Sequence[float], rotations: Sequence[np.ndarray],
+    def _solve(self, position: Sequence[float] | np.ndarray, rotations: Sequence[np.ndarray],
                collision_free: bool = False) -> tuple[tuple[float, ...], float, np.ndarray]:
         """Arm joints, torso lift and the rotation used, for the grasp point at `position` (rotations in turn).
 

@@ -119,7 +119,7 @@ class WireImage:
         if len(raw) != expected:
             raise ProtocolError(f"image.data: {len(raw)} bytes for a {self.width}x{self.height} {self.encoding} "
                                 f"image, expected {expected}")
-        array = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
+        array: np.ndarray = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
         shape = (self.height, self.width, channels) if channels > 1 else (self.height, self.width)
         return array.reshape(shape)
 

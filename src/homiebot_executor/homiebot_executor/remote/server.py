@@ -113,7 +113,7 @@ class ReferencePolicyServer:
     def url(self) -> str:
         """Base URL, e.g. http://127.0.0.1:40123."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> ReferencePolicyServer:
         """Serve in a daemon thread."""
