@@ -12,7 +12,8 @@ from emmoe_eval.dataset import (DatasetError, find_task, format_info, load_task_
                                 subtask_images, write_dpo, write_sft, write_task)
 from emmoe_eval.protocol import SubtaskText
 
-OFFICIAL_SCENE = Path("/work/shared/data/official_scene_example.json")
+# The release's scene.json example, kept with the habitat_bridge tests (from the EMMOE release, Apache-2.0).
+OFFICIAL_SCENE = Path(__file__).resolve().parents[2] / "habitat_bridge" / "test" / "data" / "official_scene_example.json"
 # The shape of a release scene.json (a Habitat RearrangeDataset file), cut down.
 SCENE = {"config": None, "episodes": [{
     "episode_id": "0", "scene_id": "data/replica_cad/configs/scenes/v3_sc0_staging_00.scene_instance.json",
@@ -162,7 +163,6 @@ def test_custom_task_attributes_are_validated(tmp_path):
         load_task_attributes(path)
 
 
-@pytest.mark.skipif(not OFFICIAL_SCENE.exists(), reason="the release's scene example (shared data) is not on this machine")
 def test_the_release_scene_example_passes_through_unchanged(tmp_path, kit):
     scene = json.loads(OFFICIAL_SCENE.read_text(encoding="utf-8"))
     write_task(tmp_path, "test", "91", kit.task_91_info, kit.task_91_keypaths, scene=scene)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from habitat_bridge import apartment, layout, topdown
@@ -34,13 +35,11 @@ class SceneChoice:
 
 
 def default_tasks_file() -> Path | None:
-    """The EMMOE-100 task list: $HOMIEBOT_DATA/emmoe100_tasks.tsv, else the shared data folder beside the checkout."""
+    """The EMMOE-100 task list: $HOMIEBOT_DATA/emmoe100_tasks.tsv, else the copy shipped with emmoe_eval."""
     candidates = []
     if os.environ.get("HOMIEBOT_DATA"):
         candidates.append(Path(os.environ["HOMIEBOT_DATA"]) / TASKS_FILE_NAME)
-    root = os.environ.get("HOMIEBOT_ROOT")
-    if root:
-        candidates.append(Path(root).parent / "shared" / "data" / TASKS_FILE_NAME)
+    candidates.append(Path(str(resources.files("emmoe_eval").joinpath("data", TASKS_FILE_NAME))))
     return next((path for path in candidates if path.is_file()), None)
 
 

@@ -10,8 +10,9 @@ import pytest
 from habitat_bridge import apartment
 from habitat_bridge.scene_spec import SceneSpec
 
-SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
-OFFICIAL_SCENE = SHARED_DATA / "official_scene_example.json"
+# One scene.json as the EMMOE release stores it (a Habitat RearrangeDataset episode), from the EMMOE release,
+# Apache-2.0 (hab-mobile-manipulation/mobile_manipulation/test_scene.json).
+OFFICIAL_SCENE = Path(__file__).resolve().parent / "data" / "official_scene_example.json"
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +41,5 @@ def backend(compact_spec: SceneSpec) -> Iterator[object]:
 
 @pytest.fixture
 def official_scene_path() -> Path:
-    """The official EMMOE scene.json example (skips when the shared data folder is absent)."""
-    if not OFFICIAL_SCENE.is_file():
-        pytest.skip(f"shared data not found at {OFFICIAL_SCENE}")
+    """The official EMMOE scene.json example."""
     return OFFICIAL_SCENE

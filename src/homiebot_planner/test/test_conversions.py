@@ -1,0 +1,54 @@
+"""Message conversions (message classes only; no ROS graph)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from emmoe_interfaces.msg import VisibleObjects
+from emmoe_interfaces.srv import GetObservation
+from emmoe_eval.protocol import SubtaskText
+from sensor_msgs.msg import Image
+
+from homiebot_planner.conversions import image_to_array, observation_from_response, step_record
+from homiebot_planner.planner import Decision
+
+
+def _image(pixels: np.ndarray, encoding: str, padding: int = 0) -> Image:
+    height, width, channels = pixels.shape
+    rows = [row.tobytes() + bytes(padding) for row in pixels]
+    return Image(height=height, width=width, encoding=encoding, step=width * channels + padding, data=b"".join(rows))
+
+
+def test_rgb_bgr_and_alpha_with_row_padding() -> None:
+    rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    assert np.array_equal(image_to_array(_image(rgb, "rgb8", padding=2)), rgb)
+    assert np.array_equal(image_to_array(_image(rgb[:, :, ::-1].copy(), "bgr8")), rgb)
+    rgba = np.concatenate([rgb, np.full((2, 3, 1), 255, np.uint8)], axis=2)
+    assert np.array_equal(image_to_array(_image(rgba, "rgba8")), rgb)
+    with pytest.raises(ValueError, match="unsupported image encoding 'mono8'"):
+        image_to_array(Image(height=1, width=1, encoding="mono8", step=1, data=b"\x00"))
+    with pytest.raises(ValueError, match="does not fit"):
+        image_to_array(Image(height=2, width=2, encoding="rgb8", step=6, data=b"\x00" * 6))
+
+
+def test_observation_from_response() -> None:
+    response = GetObservation.Response()
+    response.front = _image(np.zeros((4, 4, 3), np.uint8), "rgb8")
+    response.visible = [VisibleObjects(view="front", names=["013_apple"]), VisibleObjects(view="up", names=["x"])]
+    observation = observation_from_response(response)
+    assert list(observation.images) == ["front"] and observation.images["front"].shape == (4, 4, 3)
+    assert observation.visible == {"front": ["013_apple"]}
+
+
+def test_step_record_fields() -> None:
+    decision = Decision(round_number=3, user_message="u", raw_output="raw", parsed=None,
+                        subtask=SubtaskText("Put", "apple", "fridge"), model="RT-1-X", analysis="a", samples=2,
+                        gave_up=False, valid=True, planning_seconds=1.5)
+    record = step_record(episode_id="91", instruction="i", run_index=2, decision=decision, planner_name="mock",
+                         observation_mode="text", inventory_before=["apple"], inventory_after=[], success=False,
+                         error_code=10, error_type="E2", feedback="Unable to put, and the object is missing",
+                         execution_seconds=2.0)
+    assert (record.step, record.subtask.action, record.subtask.target, record.subtask.place, record.subtask.model) == (
+        3, "Put", "apple", "fridge", "RT-1-X")
+    assert (record.inventory_before, record.inventory_after, record.error_type) == (["apple"], [], "E2")
+    assert record.planning_seconds == pytest.approx(1.5) and record.observation_mode == "text"
