@@ -55,7 +55,7 @@ def skill_trials(seeds: list[int], episodes: int) -> dict[str, Any]:
 
     backend = MujocoBackend()
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    skills = None
+    skills: Any = None
 
     def attempt(action: str, goal: SkillGoal) -> bool:
         started = time.perf_counter()
@@ -100,7 +100,7 @@ def skill_trials(seeds: list[int], episodes: int) -> dict[str, Any]:
             drawer = item.name if isinstance(item, Articulation) else None
             fridge = next((piece for piece in spec.furniture if piece.model == "fridge"), None)
             into_fridge = fridge is not None and rng.random() < 0.25
-            if into_fridge:
+            if fridge is not None and into_fridge:
                 # The planner's rule: open the receptacle before picking (the hand must be empty to open).
                 door = fridge.articulations[0].name
                 attempt("Go to", SkillGoal("navigate", door))
@@ -113,7 +113,7 @@ def skill_trials(seeds: list[int], episodes: int) -> dict[str, Any]:
             if not picked:
                 continue
             places = [piece.name for piece in spec.furniture if piece.model in SURFACE_MODELS]
-            place = fridge.name if into_fridge else rng.choice(places)
+            place = fridge.name if fridge is not None and into_fridge else rng.choice(places)
             attempt("Go to", SkillGoal("navigate", place))
             attempt("Put", SkillGoal("put", backend.held_object() or obj.name, place=place))
             if backend.held_object():
@@ -196,7 +196,7 @@ def round_trip(count: int) -> dict[str, Any]:
     spinner = SingleThreadedExecutor()
     spinner.add_node(client_node)
     threading.Thread(target=spinner.spin, daemon=True).start()
-    client = ActionClient(client_node, ExecuteSubtask, "/subtask")
+    client: Any = ActionClient(client_node, ExecuteSubtask, "/subtask")
     client.wait_for_server(timeout_sec=30)
 
     def once(subtask: Any) -> float:

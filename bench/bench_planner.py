@@ -90,12 +90,14 @@ STATES: tuple[State, ...] = (
 
 
 def prepared_planner(backend: PlannerBackend, state: State, config: PlannerConfig) -> Planner:
-    """A planner whose memory holds the state's executed steps (with matching conversation rounds)."""
+    """A planner whose memory holds the state's executed steps, each with a well-formed earlier answer in the
+    conversation (as a planner that had chosen those steps would have written it)."""
     planner = Planner(backend, state.task, config)
     observation = Observation(visible=state.visible)
     for subtask, success, feedback in state.executed:
         user = planner.user_message(observation)
-        planner.memory.add_round(user, f"Analysis: (earlier step)\nSubtask: {subtask}\nModel: {default_model(subtask)}")
+        analysis = f"The next step towards the task is to {subtask.action.lower()} {subtask.target or 'now'}."
+        planner.memory.add_round(user, f"Analysis: {analysis}\nSubtask: {subtask}\nModel: {default_model(subtask)}")
         planner.memory.record_execution(planner.memory.next_round - 1, subtask, success, feedback)
     return planner
 

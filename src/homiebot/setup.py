@@ -1,5 +1,7 @@
 """Build script of the homiebot ament_python package."""
 
+from glob import glob
+
 from setuptools import find_packages, setup
 
 PACKAGE = "homiebot"
@@ -11,6 +13,9 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
+        # Launch files live in the repository's top-level launch/ folder; ros2 launch finds them here.
+        (f"share/{PACKAGE}/launch", glob("../../launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

@@ -116,20 +116,20 @@ class ExecutionWatcher:
             raise ValueError(f"ExecutionWatcher.step_budget: expected >= 0, got {self.step_budget}")
         self.held = self.held_at_start
 
-    def observe(self, step: int, held_object: str, contact_force: float) -> Incident | None:
-        """Record one sample; returns the incident it caused, if a new one."""
+    def observe(self, step: int, held_object: str, contact_force: float) -> list[Incident]:
+        """Record one sample; returns the new incidents it caused (each kind is reported once)."""
         self.last_step = step
         self.peak_contact_force = max(self.peak_contact_force, contact_force)
-        found: Incident | None = None
+        found: list[Incident | None] = []
         if self.held and held_object != self.held and not self.release_allowed:
-            found = self._add("drop", step, f"{self.held} left the gripper at step {step}")
+            found.append(self._add("drop", step, f"{self.held} left the gripper at step {step}"))
         if contact_force > self.contact_limit:
-            found = self._add("contact", step, f"contact force {contact_force:.1f} N above "
-                                               f"{self.contact_limit:g} N at step {step}") or found
+            found.append(self._add("contact", step, f"contact force {contact_force:.1f} N above "
+                                                    f"{self.contact_limit:g} N at step {step}"))
         if self.step_budget and step >= self.step_budget:
-            found = self._add("timeout", step, f"step budget {self.step_budget} used up") or found
+            found.append(self._add("timeout", step, f"step budget {self.step_budget} used up"))
         self.held = held_object
-        return found
+        return [incident for incident in found if incident is not None]
 
     def saw(self, kind: str) -> bool:
         """Whether an incident of this kind was recorded."""

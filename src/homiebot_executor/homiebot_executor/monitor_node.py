@@ -116,10 +116,9 @@ class MonitorNode(Node):
             if self._samples == 0:
                 watcher.held = response.held_object
             self._samples += 1
-            incident = watcher.observe(self._samples, response.held_object, float(response.contact_force))
-            if incident is not None:
-                self.incidents.append(incident)
-        if incident is not None:
+            incidents = watcher.observe(self._samples, response.held_object, float(response.contact_force))
+            self.incidents.extend(incidents)
+        for incident in incidents:
             self.get_logger().warning(f"watch: {incident.kind}: {incident.detail}")
 
     def _on_outcome(self, record: StepRecord) -> None:

@@ -89,19 +89,19 @@ def test_routing_rejects_unknown_models():
 
 def test_watcher_sees_a_drop_but_not_an_allowed_release():
     watcher = ExecutionWatcher(held_at_start="apple_0", step_budget=200)
-    assert watcher.observe(1, "apple_0", 0.0) is None
-    incident = watcher.observe(2, "", 0.0)
-    assert incident is not None and incident.kind == "drop" and incident.step == 2
+    assert watcher.observe(1, "apple_0", 0.0) == []
+    [incident] = watcher.observe(2, "", 0.0)
+    assert incident.kind == "drop" and incident.step == 2
     releasing = ExecutionWatcher(held_at_start="apple_0", release_allowed=True)
-    assert releasing.observe(5, "", 0.0) is None and not releasing.incidents
+    assert releasing.observe(5, "", 0.0) == [] and not releasing.incidents
 
 
 def test_watcher_contact_and_timeout_once_each():
     watcher = ExecutionWatcher(step_budget=3, contact_limit=5.0)
-    assert watcher.observe(1, "", 4.9) is None
-    assert watcher.observe(2, "", 7.5).kind == "contact"
-    assert watcher.observe(3, "", 9.0).kind == "timeout"
-    assert watcher.observe(4, "", 9.0) is None
+    assert watcher.observe(1, "", 4.9) == []
+    assert [incident.kind for incident in watcher.observe(2, "", 7.5)] == ["contact"]
+    assert [incident.kind for incident in watcher.observe(3, "", 9.0)] == ["timeout"]
+    assert watcher.observe(4, "", 9.0) == []
     assert [incident.kind for incident in watcher.incidents] == ["contact", "timeout"]
     assert watcher.peak_contact_force == 9.0
 
@@ -113,3 +113,8 @@ def test_monitor_reports_carry_type_feedback_and_subtask(make_kitchen):
     report = monitor.report(request, outcome.error_type, outcome.feedback, outcome.detail)
     assert (report.error_type, report.subtask, report.category) == ("L3", "[Put, apple, fridge]", "logical")
     assert report.feedback == "Unable to put, the fridge is closed, you should open it first"
+
+
+def test_watcher_reports_simultaneous_incidents_together():
+    watcher = ExecutionWatcher(held_at_start="apple_0", contact_limit=5.0)
+    assert [incident.kind for incident in watcher.observe(1, "", 8.0)] == ["drop", "contact"]

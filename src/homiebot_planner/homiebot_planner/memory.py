@@ -33,10 +33,12 @@ class ConversationRound:
 
 @dataclass(frozen=True)
 class ExecutedStep:
-    """A subtask the planner sent and whether it succeeded (what the expert backend and the history need)."""
+    """A subtask the planner sent, whether it succeeded and the executor's feedback (what the expert backend and the
+    history need)."""
 
     subtask: SubtaskText
     success: bool
+    feedback: str | None = None
 
 
 class PlannerMemory:
@@ -93,7 +95,7 @@ class PlannerMemory:
             feedback: the executor's feedback string ("None" or None on success).
         """
         self._history_entries.append(format_history_entry(round_number, subtask, success))
-        self.executed.append(ExecutedStep(subtask=subtask, success=success))
+        self.executed.append(ExecutedStep(subtask=subtask, success=success, feedback=feedback))
         text = (feedback or "").strip()
         self.feedback = None if success or text in ("", SUCCESS_FEEDBACK) else text
         if subtask.action == "Pick" and success:

@@ -1,8 +1,8 @@
 """Parsing the planner's three-line answer (Analysis / Subtask / Model) and checking it against the protocol.
 
 Two patterns, both anchored on the labels `Analysis:`, `Subtask:` and `Model:` (DOTALL): the strict one needs the
-subtask in square brackets, the relaxed one accepts it without them but only on one line and only when it splits
-into at most three comma-separated parts. Parsing never raises: anything else is "unparsable" (None).
+subtask in square brackets, the relaxed one accepts it without them (or with only an opening or closing one) but
+only on one line, without stray brackets inside, and only when it splits into at most three comma-separated parts. Parsing never raises: anything else is "unparsable" (None).
 
 Parsing and validity are separate on purpose: a parsable answer with an unknown action is what the benchmark sends
 to the executor, which answers with the F1 feedback. `validity_problems` tells the caller what is wrong so that a
@@ -63,6 +63,8 @@ def _from_match(match: re.Match[str], pattern: PatternName) -> ParsedOutput | No
     subtask_text = match.group("subtask").strip()
     if pattern == "relaxed":
         subtask_text = subtask_text.strip("[]").strip()
+        if "[" in subtask_text or "]" in subtask_text:  # stray brackets: neither form, not a subtask
+            return None
     if not subtask_text:
         return None
     try:

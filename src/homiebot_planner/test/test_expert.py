@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from emmoe_eval.protocol import SubtaskText
+from emmoe_eval.protocol import SubtaskText, feedback_for
 
-from homiebot_planner.backends import BackendError, EpisodeInfo, ExpertConfig, GenerationRequest
+from homiebot_planner.backends import BackendError, DecodingConstraints, EpisodeInfo, ExpertConfig, GenerationRequest
 from homiebot_planner.backends.expert import ExpertBackend, default_model
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.parsing import is_valid, parse_output
@@ -43,8 +43,12 @@ def _task(root: Path, keypaths: list[list[str]]) -> Path:
     return directory
 
 
-def _answer(backend: ExpertBackend, executed: list[tuple[SubtaskText, bool]]) -> str:
-    request = GenerationRequest(messages=(), executed=tuple(ExecutedStep(subtask, ok) for subtask, ok in executed))
+def _answer(backend: ExpertBackend, executed: list[tuple[SubtaskText, bool]], held: tuple[str, ...] = (),
+            feedback: str | None = None) -> str:
+    steps = [ExecutedStep(subtask, ok) for subtask, ok in executed]
+    if feedback is not None:
+        steps[-1] = ExecutedStep(steps[-1].subtask, steps[-1].success, feedback)
+    request = GenerationRequest(messages=(), executed=tuple(steps), constraints=DecodingConstraints(held=held))
     return backend.generate(request)
 
 
@@ -59,7 +63,7 @@ def test_keypath_replay_retries_failures_and_picks_the_best_path(tmp_path: Path)
     assert "Subtask: [Open, fridge]\nModel: octo" in _answer(backend, [(go_fridge, True)])
     assert "Subtask: [Open, fridge]" in _answer(backend, [(go_fridge, True), (SubtaskText("Open", "fridge"), False)])
     done = [(go_fridge, True), (SubtaskText("Open", "fridge"), True), (SubtaskText("Put", "apple", "fridge"), True)]
-    last = parse_output(_answer(backend, done))
+    last = parse_output(_answer(backend, done, held=("apple",)))
     assert last is not None and last.is_end and last.model == "None" and is_valid(last)
 
 
@@ -72,6 +76,32 @@ def test_info_replay_uses_successful_blocks_with_models_and_analyses(tmp_path: P
     # The failed [Pick, apple] block is skipped: the next node is [Go to, apple] with its own model.
     assert _answer(backend, [(SubtaskText("Go to", "fridge"), True)]) == (
         "Analysis: Get closer to the apple.\nSubtask: [Go to, apple]\nModel: PixNav")
+
+
+def test_repairs_after_far_away_and_a_dropped_object() -> None:
+    plan = ("[Go to, apple]", "[Pick, apple]", "[Go to, fridge]", "[Put, apple, fridge]", "[End]")
+    backend = ExpertBackend(ExpertConfig(source="plan", plan=plan))
+    backend.start_episode(EpisodeInfo("free-1", "t"))
+    go_apple, pick = (SubtaskText("Go to", "apple"), True), (SubtaskText("Pick", "apple"), True)
+    far = [go_apple, (SubtaskText("Pick", "apple"), False)]
+    assert "Subtask: [Go to, apple]\nModel: PixNav" in _answer(backend, far, feedback=feedback_for("D1", "Pick"))
+    assert "Subtask: [Pick, apple]" in _answer(backend, far, feedback=feedback_for("E1", "Pick"))
+    carried = [go_apple, pick, (SubtaskText("Go to", "fridge"), True)]
+    far_put = [*carried, (SubtaskText("Put", "apple", "fridge"), False)]
+    assert "Subtask: [Go to, fridge]\nModel: NoMaD" in _answer(backend, far_put, ("apple",), feedback_for("D1", "Put"))
+    assert "Subtask: [Put, apple, fridge]" in _answer(backend, carried, held=("apple",))
+    steps = [ExecutedStep(subtask, ok) for subtask, ok in carried]
+    steps.append(ExecutedStep(SubtaskText("Put", "apple", "fridge"), False, feedback_for("E2", "Put")))
+    answers = []
+    for step, held in ((None, ()), (go_apple, ()), (pick, ("apple",)), ((SubtaskText("Go to", "fridge"), True),
+                                                                        ("apple",))):
+        if step is not None:
+            steps.append(ExecutedStep(*step))
+        request = GenerationRequest(messages=(), executed=tuple(steps), constraints=DecodingConstraints(held=held))
+        answers.append(parse_output(backend.generate(request)))
+    assert [answer.subtask_text for answer in answers if answer] == [
+        "[Go to, apple]", "[Pick, apple]", "[Go to, fridge]", "[Put, apple, fridge]"]
+    assert "not in my hand any more" in answers[0].analysis  # type: ignore[union-attr]
 
 
 def test_plan_source_and_default_models() -> None:

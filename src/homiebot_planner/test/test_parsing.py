@@ -43,6 +43,9 @@ def test_relaxed_rejects_free_text_subtasks() -> None:
     assert parse_output("Analysis: a\nSubtask: I would go to the fridge, open it, take the apple, and eat it\n"
                         "Model: NoMaD") is None
     assert parse_output("Analysis: a\nSubtask:\nModel: NoMaD") is None
+    assert parse_output("Analysis: a\nSubtask: [Go to, fridge(success)] (5)\nModel: NoMaD") is None
+    half = parse_output("Analysis: a\nSubtask: [Go to, fridge\nModel: NoMaD")
+    assert half is not None and half.pattern == "relaxed" and half.subtask_text == "[Go to, fridge]"
 
 
 @pytest.mark.parametrize("text", [

@@ -194,11 +194,12 @@ class PrivilegedSkills:
             if attempt is None:
                 continue
             attempt.steps += 1
-            incident = attempt.watcher.observe(attempt.steps, held, force)
+            incidents = attempt.watcher.observe(attempt.steps, held, force)
             if attempt.steps % 5 == 0:
                 attempt.progress(attempt.phase, attempt.steps, attempt.distance)
-            if incident is not None and incident.kind == "drop":
-                raise _Stop(SkillStatus.OBJECT_DROPPED, incident.detail)
+            drop = next((incident for incident in incidents if incident.kind == "drop"), None)
+            if drop is not None:
+                raise _Stop(SkillStatus.OBJECT_DROPPED, drop.detail)
             if attempt.watcher.saw("timeout"):
                 raise _Stop(SkillStatus.TIMEOUT, f"step budget of {attempt.goal.step_budget} control steps used up "
                                                  f"in phase {attempt.phase}")
@@ -623,13 +624,18 @@ class PrivilegedSkills:
         if not regions:
             return SkillStatus.PLACE_FAILED, f"{place} offers no open region to put things on or in"
         obj = self._instance(held)
-        spot = self._free_spot(regions, obj, self._base()[:2])
-        if spot is None:
+        spots = self._free_spots(regions, obj, self._base()[:2])
+        if not spots:
             return SkillStatus.PLACE_FAILED, f"no free spot on {place}"
-        region, point = spot
-        self._go_near((point[0], point[1]), 0.4, self.config.reach - 0.05, region.furniture)
-        spot = self._free_spot([region], obj, self._base()[:2]) or spot
-        region, point = spot
+        # Try the best few spots until one has a free standing place within reach.
+        for index, (region, point) in enumerate(spots[:4]):
+            try:
+                self._go_near((point[0], point[1]), 0.4, self.config.reach - 0.05, region.furniture)
+                break
+            except _Stop as stop:
+                if stop.status is not SkillStatus.UNREACHABLE or index == min(3, len(spots) - 1):
+                    raise
+        region, point = (self._free_spots([region], obj, self._base()[:2]) or [(region, point)])[0]
         x, y, _ = self._base()
         yaw = math.atan2(point[1] - y, point[0] - x)
         level = self._reached_level(region.surface)
@@ -695,14 +701,15 @@ class PrivilegedSkills:
                   region.center[2] + local[2])
         return layout.WorldSurface(region.furniture, region.surface, region.receptacle, center, region.half, region.yaw)
 
-    def _free_spot(self, regions: Sequence[layout.WorldSurface], obj: InstanceState,
-                   base: tuple[float, float]) -> tuple[layout.WorldSurface, tuple[float, float, float]] | None:
-        """A spot on one of the regions, clear of other objects, near the robot and at a comfortable height."""
+    def _free_spots(self, regions: Sequence[layout.WorldSurface], obj: InstanceState,
+                    base: tuple[float, float]) -> list[tuple[layout.WorldSurface, tuple[float, float, float]]]:
+        """Spots on the regions clear of other objects, best first (near the robot, at a comfortable height), at
+        least 0.3 m apart."""
         with self.lock:
             others = [state for state in self.backend.object_states() if state.kind == "object"
                       and state.name != obj.name]
         radius = math.hypot(obj.size[0], obj.size[1]) / 2
-        best: tuple[float, layout.WorldSurface, tuple[float, float, float]] | None = None
+        scored: list[tuple[float, layout.WorldSurface, tuple[float, float, float]]] = []
         for region in regions:
             if region.surface.clearance < obj.size[2] + 0.03:
                 continue
@@ -717,9 +724,13 @@ class PrivilegedSkills:
                            radius + math.hypot(other.size[0], other.size[1]) / 2 + 0.03 for other in near):
                         continue
                     score = math.dist((x, y), base) + 0.5 * abs(region.center[2] - 0.85)
-                    if best is None or score < best[0]:
-                        best = (score, region, (x, y, region.center[2]))
-        return None if best is None else (best[1], best[2])
+                    scored.append((score, region, (x, y, region.center[2])))
+        scored.sort(key=lambda item: item[0])
+        chosen: list[tuple[layout.WorldSurface, tuple[float, float, float]]] = []
+        for _, region, point in scored:
+            if all(math.dist(point[:2], other[:2]) >= 0.3 for _, other in chosen):
+                chosen.append((region, point))
+        return chosen
 
     def _placed(self, name: str, region: layout.WorldSurface) -> tuple[SkillStatus, str]:
         if self._held() == name:
@@ -748,6 +759,8 @@ class PrivilegedSkills:
         piece = self._spec().owner_of(state.name)
         if piece is None:
             return SkillStatus.UNKNOWN_TARGET, f"{state.name} belongs to no furniture"
+        if (opening and state.is_open) or (not opening and state.position <= state.lower + 0.03):
+            return SkillStatus.SUCCEEDED, ""  # already past the threshold (or closed): nothing to drive
         if opening:
             target = min(self.config.hinge_open if state.joint_type == "hinge" else self.config.slide_open,
                          state.upper - 0.02)

@@ -2,9 +2,12 @@
 
 Used for data collection and as an upper bound. The expert follows one plan and answers every step with the
 first plan node not yet done: a node counts as done when a *successful* executed step matched it, in order (the
-greedy walk of EMMOE's task progress, computed by emmoe_eval.metrics). A failed step is therefore retried, and a
-plan node executed out of order is not skipped. With several keypaths the expert follows the one with the most
-progress (the first on ties).
+greedy walk of EMMOE's task progress, computed by emmoe_eval.metrics). A failed step is retried, with two repairs
+an annotator would make:
+- after "the target is far away" (D1) it first goes to the target (Put: the place) again;
+- when the next node is a Put of an object the robot no longer holds (e.g. it was dropped: E2), it redoes
+  [Go to, object], [Pick, object] and [Go to, place] before the Put.
+With several keypaths the expert follows the one with the most progress (the first on ties).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 from emmoe_eval.dataset import DatasetError, InfoBlock, find_task, read_info, read_keypaths
 from emmoe_eval.metrics import KeypathMatcher, NameIndex
 from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import MODELS_FOR_ACTION, SubtaskText, parse_subtask
+from emmoe_eval.protocol import MODELS_FOR_ACTION, SubtaskText, classify_feedback, parse_subtask
 from emmoe_eval.runs import Step
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
@@ -144,8 +147,8 @@ class ExpertBackend(PlannerBackend):
         except DatasetError as error:
             raise BackendError(f"expert: {error}") from None
 
-    def next_node(self, executed: Sequence[ExecutedStep]) -> PlanNode:
-        """The plan node to answer with after the executed steps.
+    def next_node(self, executed: Sequence[ExecutedStep], held: Sequence[str] = ()) -> PlanNode:
+        """The node to answer with after the executed steps, given what the robot holds.
 
         Raises:
             BackendError: when no plan was loaded (start_episode not called).
@@ -155,11 +158,48 @@ class ExpertBackend(PlannerBackend):
         matched = [matched_nodes(plan, executed, self._names) for plan in self._plans]
         best = max(range(len(self._plans)), key=lambda index: (matched[index] / len(self._plans[index]), -index))
         plan = self._plans[best]
-        return plan[min(matched[best], len(plan) - 1)]
+        node = plan[min(matched[best], len(plan) - 1)]
+        if node.subtask.action == "Put":
+            repair = self._refetch(node, executed, held)
+            if repair is not None:
+                return repair
+        last = executed[-1] if executed else None
+        if (last is not None and not last.success and classify_feedback(last.feedback) == "D1"
+                and _same_subtask(last.subtask, node.subtask, self._table)):
+            return self._go_to(node.subtask.place or node.subtask.target, "it was too far away")
+        return node
+
+    def _refetch(self, put: PlanNode, executed: Sequence[ExecutedStep], held: Sequence[str]) -> PlanNode | None:
+        """While the object of a Put is not held (or was dropped by the last failed Put, E2): the next of
+        [Go to, object], [Pick, object], [Go to, place] not yet redone since that Put; None when nothing to redo."""
+        thing, place = put.subtask.target, put.subtask.place
+        failed_puts = [index for index, step in enumerate(executed)
+                       if step.subtask.action == "Put" and not step.success and self._table.same(step.subtask.target,
+                                                                                               thing)]
+        dropped = bool(failed_puts) and classify_feedback(executed[failed_puts[-1]].feedback) == "E2"
+        if not dropped and any(self._table.same(thing, item) for item in held):
+            return None
+        repair = (SubtaskText("Go to", thing), SubtaskText("Pick", thing), SubtaskText("Go to", place))
+        since = failed_puts[-1] + 1 if failed_puts else 0
+        done = matched_nodes([PlanNode(node) for node in repair], executed[since:], self._names)
+        if done >= len(repair):
+            return None
+        return PlanNode(repair[done], default_model(repair[done], self._table),
+                        f"The {thing} is not in my hand any more, so I fetch it again before putting it on the {place}.")
+
+    def _go_to(self, target: str, reason: str) -> PlanNode:
+        subtask = SubtaskText("Go to", target)
+        return PlanNode(subtask, default_model(subtask, self._table), f"I go to the {target} first: {reason}.")
 
     def generate(self, request: GenerationRequest) -> str:
         """The answer for the next plan node."""
-        return format_answer(self.next_node(request.executed))
+        return format_answer(self.next_node(request.executed, request.constraints.held))
+
+
+def _same_subtask(first: SubtaskText, second: SubtaskText, table: AliasTable) -> bool:
+    return first.action == second.action and all(
+        table.same(one, other) if one or other else True
+        for one, other in ((first.target, second.target), (first.place, second.place)))
 
 
 def _analysis(index: int, total: int) -> str:

@@ -1,0 +1,28 @@
+"""The HomieBot EMMOE stack in simulation: `ros2 launch homiebot emmoe_sim.launch.py [config:=FILE]`.
+
+Starts the simulator (MuJoCo bridge with the skill servers), the error-detection monitor, the
+executor (/subtask), the evaluator and the planner (/emmoe/run_task), each with the parameters of
+config/emmoe_sim.yaml. The node set is homiebot.bringup.EMMOE_SIM_NODES, which `homiebot up` starts
+the same way on installs without `ros2 launch`.
+"""
+
+from homiebot.bringup import EMMOE_SIM_NODES, config_path
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description() -> LaunchDescription:
+    """One Node action per process of the stack, all on a loopback-only DDS discovery range."""
+    config = LaunchConfiguration("config")
+    actions = [
+        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
+        DeclareLaunchArgument("config", default_value=str(config_path()),
+                              description="ROS parameter file of the stack"),
+    ]
+    for spec in EMMOE_SIM_NODES:
+        options = {"name": spec.name} if spec.single_node else {}
+        actions.append(Node(package=spec.package, executable=spec.executable, output="screen", emulate_tty=True,
+                            parameters=[config, dict(spec.parameters)], **options))
+    return LaunchDescription(actions)

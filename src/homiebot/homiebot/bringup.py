@@ -1,0 +1,110 @@
+"""The node set of a HomieBot stack, shared by `launch/emmoe_sim.launch.py` and `homiebot up` / `homiebot run`.
+
+One description, two starters: the launch file turns each `NodeSpec` into a launch_ros Node action
+(for users with a full ROS 2 install), and `node_command` turns it into a plain command line for the
+process supervisor (for installs without `ros2 launch`). Parameters come from the same YAML file in
+both cases (config/emmoe_sim.yaml), with `key:=value` overrides on top.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONFIG_FILE = "emmoe_sim.yaml"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One process of the stack.
+
+    Attributes:
+        name: Process label (and node name for single-node processes).
+        package: ament package that installs the executable.
+        executable: console script in lib/<package>/.
+        single_node: True when the process holds one node, which is then renamed to `name`; composed processes
+            (the simulator with its skill servers) keep their own node names.
+        parameters: Per-process overrides, `parameter name -> value`, applied after the YAML file.
+    """
+
+    name: str
+    package: str
+    executable: str
+    single_node: bool = True
+    parameters: Mapping[str, object] = field(default_factory=dict)
+
+
+EMMOE_SIM_NODES: tuple[NodeSpec, ...] = (
+    NodeSpec("sim", "homiebot_executor", "sim_stack", single_node=False),
+    NodeSpec("monitor", "homiebot_executor", "monitor_node"),
+    NodeSpec("executor", "homiebot_executor", "executor_node"),
+    NodeSpec("evaluator", "emmoe_eval", "evaluator_node"),
+    NodeSpec("planner", "homiebot_planner", "planner_node"),
+)
+
+
+def share_directory() -> Path:
+    """The installed share/homiebot directory (launch and config files)."""
+    from ament_index_python.packages import get_package_share_directory
+
+    return Path(get_package_share_directory("homiebot"))
+
+
+def config_path(name: str = CONFIG_FILE) -> Path:
+    """A parameter file installed with the homiebot package."""
+    return share_directory() / "config" / name
+
+
+def executable_path(spec: NodeSpec) -> Path:
+    """Where colcon installed the node's console script."""
+    from ament_index_python.packages import get_package_prefix
+
+    return Path(get_package_prefix(spec.package)) / "lib" / spec.package / spec.executable
+
+
+def format_parameter(value: object) -> str:
+    """A value as ROS `-p name:=value` text (YAML scalars; lists in brackets)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_parameter(item) for item in value) + "]"
+    return str(value)
+
+
+def node_command(spec: NodeSpec, params_file: Path, overrides: Mapping[str, object] | None = None) -> list[str]:
+    """The command line that starts `spec` with the parameter file and overrides, as `ros2 run` would."""
+    argv = [str(executable_path(spec)), "--ros-args"]
+    if spec.single_node:
+        argv += ["-r", f"__node:={spec.name}"]
+    argv += ["--params-file", str(params_file)]
+    for key, value in {**spec.parameters, **(overrides or {})}.items():
+        argv += ["-p", f"{key}:={format_parameter(value)}"]
+    return argv
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """`node.param=value` strings -> {node: {param: value}}.
+
+    Raises:
+        ValueError: for an item without `node.` or `=`.
+    """
+    parsed: dict[str, dict[str, str]] = {}
+    for item in items:
+        key, separator, value = item.partition("=")
+        node, dot, parameter = key.partition(".")
+        if not separator or not dot or not node or not parameter:
+            raise ValueError(f"expected NODE.PARAM=VALUE, got {item!r}")
+        parsed.setdefault(node, {})[parameter] = value
+    return parsed
+
+
+def stack_environment(domain_id: int | None) -> dict[str, str]:
+    """Environment of every stack process: discovery on this machine, optionally a given domain."""
+    environment = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    if domain_id is not None:
+        environment["ROS_DOMAIN_ID"] = str(domain_id)
+    elif "ROS_DOMAIN_ID" in os.environ:
+        environment["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"]
+    return environment

@@ -1,0 +1,53 @@
+"""`homiebot up`: start the EMMOE simulation stack, one process per node, until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "start the simulation stack (what `ros2 launch homiebot emmoe_sim.launch.py` starts) until Ctrl-C"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `homiebot up`."""
+    parser.add_argument("--config", type=Path, help="ROS parameter file (default: the installed emmoe_sim.yaml)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                        help="override one parameter of one node, e.g. --set planner.backend=mock (repeatable)")
+    parser.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID for the whole stack (default: inherited)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start every node; exit 0 after Ctrl-C, 1 when a node dies on its own."""
+    from homiebot.bringup import EMMOE_SIM_NODES, config_path, node_command, parse_overrides, stack_environment
+    from homiebot.cli import UsageError
+    from homiebot.supervisor import ProcessSpec, Supervisor
+
+    params_file = args.config or config_path()
+    if not params_file.is_file():
+        raise UsageError(f"parameter file not found: {params_file}")
+    try:
+        overrides = parse_overrides(args.overrides)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+    names = {spec.name for spec in EMMOE_SIM_NODES}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise UsageError(f"unknown node(s) in --set: {', '.join(unknown)}; the stack has {', '.join(sorted(names))}")
+    environment = stack_environment(args.domain_id)
+    specs = [ProcessSpec(spec.name, tuple(node_command(spec, params_file, overrides.get(spec.name))), environment)
+             for spec in EMMOE_SIM_NODES]
+    supervisor = Supervisor(specs)
+    supervisor.start()
+    print(f"[up] {len(specs)} processes started (ROS_DOMAIN_ID={environment.get('ROS_DOMAIN_ID', '0')}); "
+          "Ctrl-C stops them", flush=True)
+    try:
+        ended = supervisor.wait_for_any_exit()
+    except KeyboardInterrupt:
+        print("[up] stopping", flush=True)
+        supervisor.stop()
+        return 0
+    codes = supervisor.stop()
+    assert ended is not None
+    print(f"[up] {ended.name} exited with status {ended.returncode}; stopped the others "
+          f"({', '.join(f'{name}={code}' for name, code in codes.items() if name != ended.name)})", flush=True)
+    return 1

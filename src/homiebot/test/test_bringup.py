@@ -1,0 +1,89 @@
+"""The stack description: command lines for `homiebot up` and the launch file, checked with stub launch modules."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from homiebot import bringup
+from homiebot.bringup import EMMOE_SIM_NODES, NodeSpec
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_every_node_executable_is_installed():
+    for spec in EMMOE_SIM_NODES:
+        path = bringup.executable_path(spec)
+        assert path.is_file(), f"{spec.package} does not install {spec.executable}"
+
+
+def test_node_command_renames_single_nodes_and_applies_overrides(tmp_path):
+    params = tmp_path / "params.yaml"
+    spec = NodeSpec("planner", "homiebot_planner", "planner_node", parameters={"max_steps": 20})
+    argv = bringup.node_command(spec, params, {"backend": "mock", "verbose": True, "ids": [1, 2]})
+    assert argv[0].endswith("lib/homiebot_planner/planner_node")
+    assert argv[1:] == ["--ros-args", "-r", "__node:=planner", "--params-file", str(params),
+                        "-p", "max_steps:=20", "-p", "backend:=mock", "-p", "verbose:=true", "-p", "ids:=[1,2]"]
+    composed = bringup.node_command(NodeSpec("sim", "homiebot_executor", "sim_stack", single_node=False), params)
+    assert "-r" not in composed
+
+
+def test_overrides_parse_and_reject_malformed_items():
+    assert bringup.parse_overrides(["planner.backend=mock", "planner.max_steps=5", "evaluator.out_dir=a=b"]) == {
+        "planner": {"backend": "mock", "max_steps": "5"}, "evaluator": {"out_dir": "a=b"}}
+    for bad in ("backend=mock", "planner.backend", ".x=1"):
+        with pytest.raises(ValueError, match="NODE.PARAM=VALUE"):
+            bringup.parse_overrides([bad])
+
+
+def test_installed_config_covers_every_single_node_process():
+    import yaml
+
+    config = yaml.safe_load(bringup.config_path().read_text())
+    for spec in EMMOE_SIM_NODES:
+        if spec.single_node:
+            assert "ros__parameters" in config[spec.name], spec.name
+
+
+class _Recorded:
+    """A stand-in for a launch action: remembers its constructor arguments."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+def _stub_launch_modules(monkeypatch):
+    modules = {name: types.ModuleType(name) for name in
+               ("launch", "launch.actions", "launch.substitutions", "launch_ros", "launch_ros.actions")}
+    modules["launch"].LaunchDescription = type("LaunchDescription", (_Recorded,), {})
+    for name in ("DeclareLaunchArgument", "SetEnvironmentVariable"):
+        setattr(modules["launch.actions"], name, type(name, (_Recorded,), {}))
+    modules["launch.substitutions"].LaunchConfiguration = type("LaunchConfiguration", (_Recorded,), {})
+    modules["launch_ros.actions"].Node = type("Node", (_Recorded,), {})
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+@pytest.mark.parametrize("location", ["repository", "installed"])
+def test_launch_file_describes_the_same_stack(monkeypatch, location):
+    """`ros2 launch` itself cannot run here; the launch file is executed against stub launch modules."""
+    _stub_launch_modules(monkeypatch)
+    path = (ROOT / "launch" if location == "repository" else bringup.share_directory() / "launch") / \
+        "emmoe_sim.launch.py"
+    module_spec = importlib.util.spec_from_file_location("emmoe_sim_launch", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    actions = description.args[0]
+    assert actions[0].args == ("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    assert actions[1].args == ("config",) and actions[1].kwargs["default_value"] == str(bringup.config_path())
+    nodes = actions[2:]
+    assert [(node.kwargs["package"], node.kwargs["executable"]) for node in nodes] == \
+        [(spec.package, spec.executable) for spec in EMMOE_SIM_NODES]
+    for node, spec in zip(nodes, EMMOE_SIM_NODES):
+        assert node.kwargs.get("name") == (spec.name if spec.single_node else None)
+        assert node.kwargs["parameters"][1] == dict(spec.parameters)
