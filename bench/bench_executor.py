@@ -182,7 +182,7 @@ def round_trip(count: int) -> dict[str, Any]:
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 50))
+    os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))  # Linux-valid DDS domain ids
     children = [subprocess.Popen([sys.executable, "-m", module], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True)
                 for module in ("homiebot_executor.static_scene", "homiebot_executor.executor_node")]

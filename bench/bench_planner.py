@@ -2,7 +2,7 @@
 the parse / valid / sensible rates of the untuned SmolLM2 on hand-made states (zero-shot, with the in-context
 example, and constrained).
 
-    python bench/bench_planner.py [--threads 2] [--overhead-steps 2000] [--states 10] [--max-new-tokens 96]
+    python bench/bench_planner.py [--threads 2] [--overhead-steps 2000] [--states 10] [--max-new-tokens 96] [--seed 0]
                                   [--skip-smollm2]
 
 Prints the figures and writes bench/results/planner.json. "sensible" means the subtask (action and targets, names
@@ -177,8 +177,10 @@ def decode_rate(backend: Any, new_tokens: int = 32, repeats: int = 3) -> float:
     return round(statistics.median(rates), 1)
 
 
-def smollm2_figures(threads: int, states: int, max_new_tokens: int) -> dict[str, Any]:
+def smollm2_figures(threads: int, states: int, max_new_tokens: int, seed: int) -> dict[str, Any]:
     """Load time, per-step latency and rates of SmolLM2 under the three settings."""
+    import torch
+
     from homiebot_planner.backends.smollm2 import SmolLM2Backend, SmolLM2Config
 
     started = time.perf_counter()
@@ -193,6 +195,7 @@ def smollm2_figures(threads: int, states: int, max_new_tokens: int) -> dict[str,
     figures: dict[str, Any] = {"load_seconds": round(load_seconds, 2), "threads": threads,
                                "decode_tokens_per_s": decode_rate(backend), "settings": {}}
     for label, (example, constrained) in settings.items():
+        torch.manual_seed(seed)  # temperature 0.2 samples: the same seed makes the figures repeatable
         backend.config = replace(backend.config, constrained=constrained)
         config = PlannerConfig(in_context_example=example, max_samples=1, max_new_tokens=max_new_tokens)
         rows: list[dict[str, Any]] = []
@@ -231,6 +234,7 @@ def main() -> int:
     parser.add_argument("--overhead-steps", type=int, default=2000, help="repetitions of the overhead measurement")
     parser.add_argument("--states", type=int, default=len(STATES), help="hand-made states to run (max 10)")
     parser.add_argument("--max-new-tokens", type=int, default=96, help="cap on tokens of unconstrained samples")
+    parser.add_argument("--seed", type=int, default=0, help="torch seed set before each setting")
     parser.add_argument("--skip-smollm2", action="store_true", help="only measure the overhead")
     args = parser.parse_args()
 
@@ -242,7 +246,7 @@ def main() -> int:
           "{user_message_median_ms:.3f} ms, parse {parse_median_ms:.4f} ms); goal < 1 ms".format(**results["overhead"]))
     if not args.skip_smollm2:
         results["smollm2"] = figures = smollm2_figures(args.threads, min(args.states, len(STATES)),
-                                                       args.max_new_tokens)
+                                                       args.max_new_tokens, args.seed)
         print(f"SmolLM2-135M-Instruct (transformers fp32, {args.threads} threads): load {figures['load_seconds']} s, "
               f"median prompt {figures['prompt_tokens_median']} tokens, pure decoding "
               f"{figures['decode_tokens_per_s']} tokens/s; per setting, tokens/s counts prompt encoding in")

@@ -11,6 +11,9 @@ fail with given probabilities (`--fail navigate=0.3,pick=0.5`, or `--fail table4
 
     python -m homiebot_executor.sim_stack --seed 3            # generated apartment, seed 3
     python -m homiebot_executor.sim_stack --scene my_scene.json --fail table4 --fail-seed 7
+    sim_stack --ros-args --params-file emmoe_sim.yaml         # the same options as parameters of node `sim_stack`
+Every option is also a ROS parameter of the `sim_stack` node (a flag given on the command line wins); the bridge
+node reads its other parameters (image_size, publish_depth, cmd_vel_timeout) from the parameter file as usual.
 Prints "homiebot sim stack ready" once everything serves.
 """
 
@@ -115,43 +118,72 @@ def parse_remotes(entries: list[str]) -> dict[str, str]:
     return remotes
 
 
+# Options of the stack: command-line flag, ROS parameter of the `sim_stack` node (bringup YAML), default.
+OPTIONS: dict[str, tuple[str, object, str]] = {
+    "scene": ("--scene", "", "scene spec file (JSON/YAML) or official EMMOE scene.json"),
+    "seed": ("--seed", 0, "seed of the generated apartment (without a scene) or the compact kitchen"),
+    "compact": ("--compact", False, "the small test kitchen instead of the apartment"),
+    "fail": ("--fail", "", "failure model: skill=p,... or table4"),
+    "fail_seed": ("--fail-seed", 0, "seed of the failure model"),
+    "put_drop": ("--put-drop", 0.0, "probability that a failing Put drops the object"),
+    "remote": ("--remote", [""], "SERVER=URL: run SERVER (nomad, pixnav, rt1x, octo) on a homiebot-policy/1 server"),
+    "remote_timeout": ("--remote-timeout", 5.0, "seconds per policy request"),
+    "rate_hz": ("--rate-hz", 50.0, "bridge control rate"),
+    "camera_rate_hz": ("--camera-rate-hz", 2.0, "bridge camera publishing rate"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """Command-line options of the stack."""
+    """Command-line options of the stack (each also a ROS parameter of the `sim_stack` node)."""
     parser = argparse.ArgumentParser(prog="sim_stack", description=__doc__.split("\n")[0])
-    parser.add_argument("--scene", default="", help="scene spec file (JSON/YAML) or official scene.json")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated apartment (when no --scene)")
-    parser.add_argument("--compact", action="store_true", help="the small test kitchen instead of the apartment")
-    parser.add_argument("--fail", default="", help="failure model: skill=p,... or table4")
-    parser.add_argument("--fail-seed", type=int, default=0, help="seed of the failure model")
-    parser.add_argument("--put-drop", type=float, default=0.0, help="probability that a failing Put drops the object")
-    parser.add_argument("--remote", action="append", default=[], metavar="SERVER=URL",
-                        help="run SERVER (nomad, pixnav, rt1x, octo) on a homiebot-policy/1 server")
-    parser.add_argument("--remote-timeout", type=float, default=5.0, help="seconds per policy request")
-    parser.add_argument("--rate-hz", type=float, default=50.0, help="bridge control rate")
-    parser.add_argument("--camera-rate-hz", type=float, default=2.0, help="bridge camera publishing rate")
+    for name, (flag, default, text) in OPTIONS.items():
+        if isinstance(default, bool):
+            parser.add_argument(flag, action="store_const", const=True, default=None, help=text)
+        elif isinstance(default, list):
+            parser.add_argument(flag, action="append", default=None, metavar="SERVER=URL", help=text)
+        else:
+            parser.add_argument(flag, type=type(default), default=None, help=text)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the stack until interrupted."""
-    args = build_parser().parse_args(argv)
-    try:
-        failures = FailureConfig(parse_failures(args.fail), args.put_drop, args.fail_seed)
-        remotes = parse_remotes(args.remote)
-    except ValueError as error:
-        print(f"sim_stack: error: {error}", file=sys.stderr)
-        return 2
-    scene_path = args.scene
-    temporary = None
-    if args.compact and not scene_path:
-        from habitat_bridge.apartment import compact_room
-        from habitat_bridge.scene_spec import save_scene_spec
+def resolve_options(cli: argparse.Namespace, parameters: Any) -> dict[str, Any]:
+    """Command-line values where given, else the `sim_stack` node's ROS parameters (defaults included)."""
+    values = {}
+    for name, (_, default, _) in OPTIONS.items():
+        given = getattr(cli, name)
+        if given is not None:
+            values[name] = given
+        else:
+            parameter = parameters.get_parameter(name).value
+            values[name] = [item for item in parameter if item] if isinstance(default, list) else parameter
+    return values
 
-        temporary = tempfile.TemporaryDirectory(prefix="homiebot_scene_")
-        scene_path = str(save_scene_spec(compact_room(args.seed), Path(temporary.name) / "compact.json"))
-    rclpy.init()
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the stack until interrupted (ROS arguments such as --ros-args --params-file are honoured)."""
+    from rclpy.node import Node
+    from rclpy.utilities import remove_ros_args
+
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    cli = build_parser().parse_args(remove_ros_args(["sim_stack", *arguments])[1:])
+    rclpy.init(args=["sim_stack", *arguments])
     nodes: list[Any] = []
+    temporary = None
     try:
+        settings = Node("sim_stack")
+        nodes.append(settings)
+        for name, (_, default, _) in OPTIONS.items():
+            settings.declare_parameter(name, default)
+        options = resolve_options(cli, settings)
+        failures = FailureConfig(parse_failures(options["fail"]), options["put_drop"], options["fail_seed"])
+        remotes = parse_remotes(options["remote"])
+        scene_path = options["scene"]
+        if options["compact"] and not scene_path:
+            from habitat_bridge.apartment import compact_room
+            from habitat_bridge.scene_spec import save_scene_spec
+
+            temporary = tempfile.TemporaryDirectory(prefix="homiebot_scene_")
+            scene_path = str(save_scene_spec(compact_room(options["seed"]), Path(temporary.name) / "compact.json"))
         from habitat_bridge.backends.mujoco_backend import MujocoBackend
 
         from homiebot_executor.policies.privileged import PrivilegedSkills
@@ -159,8 +191,9 @@ def main(argv: list[str] | None = None) -> int:
 
         bridge = skill_aware_bridge_class()(backend=MujocoBackend(), parameter_overrides=[
             Parameter("backend", value="mujoco"), Parameter("scene_path", value=scene_path),
-            Parameter("seed", value=-1 if scene_path else args.seed), Parameter("rate_hz", value=args.rate_hz),
-            Parameter("camera_rate_hz", value=args.camera_rate_hz)])
+            Parameter("seed", value=-1 if scene_path else options["seed"]),
+            Parameter("rate_hz", value=float(options["rate_hz"])),
+            Parameter("camera_rate_hz", value=float(options["camera_rate_hz"]))])
         nodes.append(bridge)
         lock = bridge.backend_lock
         failure_model = FailureModel(failures) if failures.enabled else None
@@ -169,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         for server in SERVERS:
             policy: Any = privileged
             if server in remotes:
-                client = PolicyClient(ClientConfig(remotes[server], args.remote_timeout))
+                client = PolicyClient(ClientConfig(remotes[server], float(options["remote_timeout"])))
                 policy = RemotePolicy(bridge.backend, client, MODEL_OF_SERVER[server], lock=lock)
             nodes.append(SkillServerNode(server, policy, claim))
         executor = MultiThreadedExecutor(num_threads=6)
@@ -182,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError) as error:  # bad option, parameter or scene file: one line, no traceback
         print(f"sim_stack: error: {error}", file=sys.stderr)
         return 2
     finally:

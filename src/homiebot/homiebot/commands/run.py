@@ -1,0 +1,63 @@
+"""`homiebot run`: run EMMOE tasks through the ROS 2 stack and print the EMMOE table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "run EMMOE tasks through the simulation stack (resumable) and print the EMMOE metrics"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `homiebot run`."""
+    from homiebot.runner import PLANNERS
+
+    parser.add_argument("--tasks", default="test", help="train, test, all, or task ids like 91,93 (default: test)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per task (default: 3, as the benchmark)")
+    parser.add_argument("--planner", choices=PLANNERS, default="smollm2", help="planner backend (default: smollm2)")
+    parser.add_argument("--out", type=Path, required=True, help="experiment folder, e.g. runs/my_exp")
+    parser.add_argument("--data", type=Path, default=Path("data"), help="EMMOE data folder (default: data)")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel stacks, each on its own ROS_DOMAIN_ID")
+    parser.add_argument("--max-steps", type=int, default=20, help="planner steps per run (default: 20)")
+    parser.add_argument("--model", default="", help="openai: model name; hf: local model folder")
+    parser.add_argument("--base-url", default="", help="openai: server URL (the key comes from OPENAI_API_KEY)")
+    parser.add_argument("--config", type=Path, help="ROS parameter file (default: the installed emmoe_sim.yaml)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                        help="override one node parameter (repeatable)")
+    parser.add_argument("--run-timeout", type=float, default=1800.0, help="seconds before a run is cancelled")
+    parser.add_argument("--show-nodes", action="store_true", help="print every node's log lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the pending runs, then score the experiment folder."""
+    from emmoe_eval import cli as emmoe_eval_cli
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from homiebot.cli import UsageError
+    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark
+
+    try:
+        config = RunnerConfig(tasks=args.tasks, out=args.out, runs=args.runs, planner=args.planner,
+                              data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps, model=args.model,
+                              base_url=args.base_url, params_file=args.config, overrides=tuple(args.overrides),
+                              run_timeout_s=args.run_timeout)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+    console = Console(stderr=True)
+    columns = (TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        bar_task = bar.add_task("runs", total=None)
+
+        def on_progress(progress, summary: str) -> None:
+            bar.update(bar_task, total=progress.total, completed=progress.done)
+            console.print(summary)
+
+        try:
+            progress = run_benchmark(config, report=console.print, on_progress=on_progress,
+                                     echo_nodes=args.show_nodes)
+        except RunnerError as error:
+            raise UsageError(str(error)) from error
+    for problem in progress.failed:
+        console.print(f"[yellow]warning[/yellow]: {problem}")
+    return emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out)])
