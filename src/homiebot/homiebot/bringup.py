@@ -37,10 +37,10 @@ class NodeSpec:
 
 
 EMMOE_SIM_NODES: tuple[NodeSpec, ...] = (
-    NodeSpec("sim", "homiebot_executor", "sim_stack", single_node=False),
-    NodeSpec("monitor", "homiebot_executor", "monitor_node"),
-    NodeSpec("executor", "homiebot_executor", "executor_node"),
-    NodeSpec("evaluator", "emmoe_eval", "evaluator_node"),
+    NodeSpec("sim_stack", "homiebot_executor", "sim_stack", single_node=False),
+    NodeSpec("emmoe_monitor", "homiebot_executor", "monitor_node"),
+    NodeSpec("homiebot_executor", "homiebot_executor", "executor_node"),
+    NodeSpec("emmoe_evaluator", "emmoe_eval", "evaluator_node"),
     NodeSpec("planner", "homiebot_planner", "planner_node"),
 )
 

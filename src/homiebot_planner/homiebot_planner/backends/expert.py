@@ -173,9 +173,8 @@ class ExpertBackend(PlannerBackend):
         """While the object of a Put is not held (or was dropped by the last failed Put, E2): the next of
         [Go to, object], [Pick, object], [Go to, place] not yet redone since that Put; None when nothing to redo."""
         thing, place = put.subtask.target, put.subtask.place
-        failed_puts = [index for index, step in enumerate(executed)
-                       if step.subtask.action == "Put" and not step.success and self._table.same(step.subtask.target,
-                                                                                               thing)]
+        failed_puts = [index for index, step in enumerate(executed) if step.subtask.action == "Put"
+                       and not step.success and self._table.same(step.subtask.target, thing)]
         dropped = bool(failed_puts) and classify_feedback(executed[failed_puts[-1]].feedback) == "E2"
         if not dropped and any(self._table.same(thing, item) for item in held):
             return None
