@@ -49,6 +49,10 @@ _PLACEMENT_WEIGHTS: dict[tuple[str, str], float] = {
 }
 # Keep objects within this distance of the front edge of regions that are only reachable from the front.
 _FRONT_DEPTH = 0.4
+# The generator's free-floor checks (robot start, reachability) draw doors as covering squares (conservative: the
+# floor just in front of a door stays clear too). Drawing them as their panels would change which draws pass, so
+# every seeded apartment, and the task scenes built from them, would change.
+GENERATOR_DOOR_FOOTPRINT = "covering_square"
 
 
 @dataclass(frozen=True)
@@ -276,7 +280,7 @@ def _robot_start(plan: _Plan, spec: SceneSpec) -> RobotStart:
     kitchen = next(room for room in spec.rooms if room.kind == "kitchen")
     xmin, ymin, xmax, ymax = spec.bounds()
     middle = ((xmin + xmax) / 2, (ymin + ymax) / 2)
-    base = occupancy.occupancy_grid(spec, 0.05)
+    base = occupancy.occupancy_grid(spec, 0.05, door_footprint=GENERATOR_DOOR_FOOTPRINT)
     for clearance in (0.6, occupancy.ROBOT_RADIUS + 0.05):
         grid = base.inflated(clearance)
         for _ in range(200):
@@ -314,7 +318,7 @@ def generate_apartment(seed: int, config: ApartmentConfig | None = None) -> Scen
             continue
         spec = replace(bare, objects=tuple(objects))
         spec = replace(spec, robot=_robot_start(plan, spec))
-        if not occupancy.unreachable_objects(spec):
+        if not occupancy.unreachable_objects(spec, door_footprint=GENERATOR_DOOR_FOOTPRINT):
             return spec
     raise SceneSpecError(f"apartment: no layout for seed {seed} kept every object reachable in "
                          f"{config.attempts} attempts")

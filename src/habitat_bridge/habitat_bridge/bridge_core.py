@@ -231,7 +231,7 @@ def handle_query_scene(backend: SimBackend, request: QueryScene.Request,
             response.objects.append(message)
         for state in container_states:
             response.containers.append(ContainerStateMsg(
-                name=state.name, canonical=state.canonical, joint_type=state.joint_type,
+                name=state.name, canonical=state.canonical, furniture=state.furniture, joint_type=state.joint_type,
                 position=float(state.position), lower_limit=float(state.lower), upper_limit=float(state.upper),
                 open_threshold=float(state.open_threshold), is_open=state.is_open))
         response.success, response.error_code = True, QueryScene.Response.NONE

@@ -6,6 +6,17 @@ subscribes `/cmd_vel` (linear.x forward, angular.z turn; the base stops when com
 serves `/sim/reset_episode`, `/sim/get_observation` and `/sim/query_scene` (emmoe_interfaces). The simulation
 advances by 1/rate_hz per control tick. A bad request gets an error code in its response; the node keeps running.
 
+In-process users of the backend (skills composed into the same process, e.g. homiebot_executor.sim_stack) share it
+through two public context managers:
+- `exclusive()`: holds the simulator lock that every tick, service and /cmd_vel callback holds, and yields the
+  backend: `with bridge.exclusive() as backend: backend.step(0.1)`. Re-entrant; the returned object can be kept and
+  entered again and again (`PrivilegedSkills(bridge.backend, lock=bridge.exclusive())`).
+- `paused()`: pauses the free-running simulation for its body: ticks neither step the simulator, nor apply the
+  /cmd_vel time-out, nor render the cameras, and /cmd_vel is ignored; /clock, /odom and /joint_states keep being
+  published from the state the body steps to, and services are served between the body's exclusive() sections.
+  Nestable. A skill that steps the simulator in its own (simulated) time runs inside `paused()` and takes
+  `exclusive()` around each backend call.
+
 Parameters: backend, scene_path, seed, rate_hz, camera_rate_hz, publish_depth, cmd_vel_timeout, image_size (see
 habitat_bridge.bridge_core.BridgeConfig). Run: `ros2 run habitat_bridge bridge_node` or
 `python -m habitat_bridge.bridge_node`; it prints "habitat_bridge ready" once it serves.
@@ -16,6 +27,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
 import rclpy
@@ -35,6 +49,25 @@ from habitat_bridge.backends.base import VIEWS, SimBackend
 READY_LINE = "habitat_bridge ready"
 
 
+class SimulatorAccess:
+    """The bridge's simulator lock as a reusable, re-entrant context manager that yields the backend."""
+
+    def __init__(self, lock: Any, backend: SimBackend) -> None:
+        """`lock` is the bridge's re-entrant lock, `backend` what entering yields."""
+        self._lock = lock
+        self._backend = backend
+
+    def __enter__(self) -> SimBackend:
+        """Wait for the lock (ticks, services and other users release it between their calls)."""
+        self._lock.acquire()
+        return self._backend
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        """Release the lock."""
+        self._lock.release()
+
+
 class BridgeNode(Node):
     """ROS 2 front of a SimBackend (see the module docstring)."""
 
@@ -48,7 +81,8 @@ class BridgeNode(Node):
                                                   for name in ("backend", "scene_path", "seed", "rate_hz",
                                                                "camera_rate_hz", "publish_depth", "cmd_vel_timeout",
                                                                "image_size")})
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._pauses = 0
         if backend is None:
             name = resolve_backend_name(self.config.backend)
             backend = create_backend(name, image_width=self.config.image_size, image_height=self.config.image_size)
@@ -76,10 +110,35 @@ class BridgeNode(Node):
                               if self.config.camera_rate_hz > 0 else 0)
         self.create_timer(1.0 / self.config.rate_hz, self._on_tick, callback_group=group)
 
+    # ---- in-process access ---------------------------------------------------------------------------------------
+    def exclusive(self) -> SimulatorAccess:
+        """The simulator to yourself: `with bridge.exclusive() as backend:` holds the lock every tick, service and
+        /cmd_vel callback of this node holds (see the module docstring). The returned object is reusable."""
+        return SimulatorAccess(self._lock, self.backend)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Pause the free-running simulation while the body steps the simulator itself (see the module docstring)."""
+        with self._lock:
+            self._pauses += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._pauses -= 1
+
+    @property
+    def is_paused(self) -> bool:
+        """Whether a `paused()` section is active."""
+        with self._lock:
+            return self._pauses > 0
+
     # ---- callbacks ----------------------------------------------------------------------------------------------
     def _on_cmd_vel(self, message: Twist) -> None:
         try:
             with self._lock:
+                if self._pauses:
+                    return
                 self.backend.set_base_velocity(float(message.linear.x), float(message.angular.z))
             self._last_cmd_vel = time.monotonic()
         except Exception as error:  # a malformed command must not stop the node
@@ -88,14 +147,15 @@ class BridgeNode(Node):
     def _on_tick(self) -> None:
         try:
             with self._lock:
-                if time.monotonic() - self._last_cmd_vel > self.config.cmd_vel_timeout:
-                    self.backend.set_base_velocity(0.0, 0.0)
-                self.backend.step(1.0 / self.config.rate_hz)
-                state = self.backend.robot_state()
                 observation = None
-                self._ticks += 1
-                if self._camera_every and self._ticks % self._camera_every == 0:
-                    observation = self.backend.observe(VIEWS, depth=self.config.publish_depth)
+                if not self._pauses:
+                    if time.monotonic() - self._last_cmd_vel > self.config.cmd_vel_timeout:
+                        self.backend.set_base_velocity(0.0, 0.0)
+                    self.backend.step(1.0 / self.config.rate_hz)
+                    self._ticks += 1
+                    if self._camera_every and self._ticks % self._camera_every == 0:
+                        observation = self.backend.observe(VIEWS, depth=self.config.publish_depth)
+                state = self.backend.robot_state()
             clock = Clock()
             clock.clock = bridge_core.stamp(state.time)
             self._clock_publisher.publish(clock)

@@ -159,18 +159,32 @@ def sample_spot(region: WorldSurface, radius: float, taken: list[tuple[float, fl
     return None
 
 
-def world_boxes(piece: Furniture, joint_positions: dict[str, float] | None = None) -> list[tuple[Box, str | None]]:
-    """A piece's boxes in the world frame as (box with world centre, moving part key or None).
+@dataclass(frozen=True)
+class WorldBox:
+    """One box of a piece of furniture placed in the world.
 
-    Box half sizes stay in the piece's frame (rotate by the piece's yaw); moving parts are placed at the given joint
-    positions (slot -> value; the initial ones by default).
+    Attributes:
+        box: the box with its centre in the world frame; half sizes along the box's own axes.
+        part: key of the moving part the box belongs to, None for the piece's static boxes.
+        yaw: world orientation of the box's x axis: the piece's yaw, plus the opening angle for a hinged part (door
+            hinges turn about the vertical).
     """
-    result: list[tuple[Box, str | None]] = []
+
+    box: Box
+    part: str | None
+    yaw: float
+
+
+def world_boxes(piece: Furniture, joint_positions: dict[str, float] | None = None) -> list[WorldBox]:
+    """A piece's boxes in the world frame, moving parts at the given joint positions (slot -> value; the initial
+    ones by default): a drawer slides along its axis, a door panel turns about its hinge and keeps its true size."""
+    result: list[WorldBox] = []
     for box in piece.geometry.static:
-        result.append((replace(box, center=local_to_world(piece, box.center)), None))
+        result.append(WorldBox(replace(box, center=local_to_world(piece, box.center)), None, piece.pose.yaw))
     for part in piece.geometry.moving:
         articulation = piece.articulation_for_slot(part.key)
         value = (joint_positions or {}).get(part.key, articulation.initial if articulation else 0.0)
+        angle = 0.0
         for box in part.boxes:
             center = np.asarray(box.center, dtype=float)
             if part.joint == "slide":
@@ -181,10 +195,6 @@ def world_boxes(piece: Furniture, joint_positions: dict[str, float] | None = Non
                 c, s = math.cos(angle), math.sin(angle)
                 rel = center - pivot
                 center = pivot + np.array([c * rel[0] - s * rel[1], s * rel[0] + c * rel[1], rel[2]])
-                # A hinged box's extent is no longer axis-aligned with the piece; report its covering square.
-                reach = math.hypot(box.half[0], box.half[1])
-                box = replace(box, half=(reach, reach, box.half[2]))
             world = local_to_world(piece, (float(center[0]), float(center[1]), float(center[2])))
-            result.append((replace(box, center=world), part.key))
+            result.append(WorldBox(replace(box, center=world), part.key, piece.pose.yaw + angle))
     return result
-

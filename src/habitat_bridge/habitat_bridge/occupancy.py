@@ -1,7 +1,9 @@
 """2-D occupancy grids of a scene (for path planning) and the reachability check the generator relies on.
 
 A cell is occupied when a wall or a piece of furniture covers its centre at any height the robot body occupies, or
-when it lies outside every room. Grids follow nav_msgs/OccupancyGrid's layout: row-major, rows along +y, cell (0, 0)
+when it lies outside every room. Doors and drawers are drawn where their joints put them: a drawer slid out, a door
+panel turned about its hinge at its true size (a closed door covers only its own thin footprint in front of the
+piece). Grids follow nav_msgs/OccupancyGrid's layout: row-major, rows along +y, cell (0, 0)
 at `origin`.
 """
 
@@ -22,6 +24,10 @@ ROBOT_BAND = (0.02, 1.4)
 ROBOT_RADIUS = 0.32
 # Planar distance from the base centre at which the arm can still pick (metres).
 ARM_REACH = 0.85
+# How hinged door boxes are drawn: "panel" (their true footprint at the current angle) or "covering_square" (the
+# square around each box's centre that holds it at any angle: conservative; the apartment generator keeps it so that
+# every seeded apartment, and the task scenes built from them, stay what they were).
+DOOR_FOOTPRINTS = ("panel", "covering_square")
 
 
 @dataclass(frozen=True)
@@ -125,19 +131,23 @@ def _fill_rectangle(occupied: np.ndarray, origin: tuple[float, float], resolutio
 
 
 def occupancy_grid(spec: SceneSpec, resolution: float = 0.05,
-                   joint_positions: dict[str, float] | None = None) -> OccupancyGrid:
+                   joint_positions: dict[str, float] | None = None, door_footprint: str = "panel") -> OccupancyGrid:
     """The scene's occupancy grid.
 
     Args:
         spec: the scene.
         resolution: cell size in metres.
-        joint_positions: articulation name -> joint value (doors swing into the grid); initial values otherwise.
+        joint_positions: articulation name -> joint value (doors and drawers are drawn there); initial values
+            otherwise.
+        door_footprint: one of DOOR_FOOTPRINTS.
 
     Raises:
-        ValueError: resolution is not positive.
+        ValueError: resolution is not positive, or an unknown door_footprint.
     """
     if not resolution > 0:
         raise ValueError(f"resolution must be positive, got {resolution}")
+    if door_footprint not in DOOR_FOOTPRINTS:
+        raise ValueError(f"door_footprint must be one of {', '.join(DOOR_FOOTPRINTS)}, got {door_footprint!r}")
     xmin, ymin, xmax, ymax = spec.bounds()
     margin = 2 * resolution
     origin = (xmin - margin, ymin - margin)
@@ -160,22 +170,29 @@ def occupancy_grid(spec: SceneSpec, resolution: float = 0.05,
     for piece in spec.furniture:
         slots = {articulation.slot: names[articulation.name] for articulation in piece.articulations
                  if articulation.name in names}
-        for box, _ in layout.world_boxes(piece, slots):
+        hinged = {part.key for part in piece.geometry.moving if part.joint == "hinge"}
+        for placed in layout.world_boxes(piece, slots):
+            box = placed.box
             low, high = box.center[2] - box.half[2], box.center[2] + box.half[2]
             if high < ROBOT_BAND[0] or low > ROBOT_BAND[1]:
                 continue
-            _fill_rectangle(occupied, origin, resolution, box.center[:2], box.half[:2], piece.pose.yaw)
+            half, yaw = box.half[:2], placed.yaw
+            if door_footprint == "covering_square" and placed.part in hinged:
+                reach = math.hypot(*box.half[:2])
+                half, yaw = (reach, reach), piece.pose.yaw
+            _fill_rectangle(occupied, origin, resolution, box.center[:2], half, yaw)
     return OccupancyGrid(origin, resolution, occupied)
 
 
 def unreachable_objects(spec: SceneSpec, reach: float = ARM_REACH, robot_radius: float = ROBOT_RADIUS,
-                        resolution: float = 0.05) -> list[str]:
+                        resolution: float = 0.05, door_footprint: str = "panel") -> list[str]:
     """Objects no free base position connected to the robot's start can reach.
 
     An object is reachable when some cell that the robot can drive to from its start (on the grid inflated by its
-    radius, with doors at their initial positions) lies within `reach` metres of the object's centre.
+    radius, with doors at their initial positions drawn as `door_footprint`) lies within `reach` metres of the
+    object's centre.
     """
-    grid = occupancy_grid(spec, resolution).inflated(robot_radius)
+    grid = occupancy_grid(spec, resolution, door_footprint=door_footprint).inflated(robot_radius)
     free = grid.reachable_from(spec.robot.pose.x, spec.robot.pose.y)
     if not free.any():
         return [obj.name for obj in spec.objects]

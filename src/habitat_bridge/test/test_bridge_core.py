@@ -84,9 +84,11 @@ def test_query_reports_objects_containers_robot_and_unknown_names(backend: Mujoc
     assert {item.name for item in response.containers} == {"kitchen_drawer_0", "kitchen_drawer_1"}
     drawer = response.containers[0]
     assert (drawer.joint_type, drawer.open_threshold, drawer.is_open) == ("slide", 0.25, False)
+    assert drawer.furniture == "kitchen_counter_0"
     assert response.robot_pose.position.x == pytest.approx(2.5, abs=1e-3)
     everything = bridge_core.handle_query_scene(backend, QueryScene.Request(), QueryScene.Response())
     assert len(everything.objects) == len(backend.object_states()) and len(everything.containers) == 3
+    assert {item.name: item.furniture for item in everything.containers}["fridge_0_door"] == "fridge_0"
     unknown = bridge_core.handle_query_scene(backend, QueryScene.Request(names=["unicorn"]), QueryScene.Response())
     assert (unknown.success, unknown.error_code) == (False, QueryScene.Response.UNKNOWN_NAME)
     assert "unicorn" in unknown.error_msg

@@ -83,3 +83,69 @@ def test_node_serves_observations_queries_resets_and_drives(ros_process, ros_nod
     finally:
         executor.remove_node(node)
         executor.shutdown()
+
+
+def test_in_process_users_pause_the_tick_and_hold_the_simulator(ros_context, compact_spec: SceneSpec,
+                                                                tmp_path: Path) -> None:
+    """`paused()` stops the free-running simulation (state topics keep coming); `exclusive()` holds off services."""
+    import threading
+
+    from emmoe_interfaces.srv import QueryScene
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from rosgraph_msgs.msg import Clock
+
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+    from habitat_bridge.bridge_node import BridgeNode
+
+    scene = save_scene_spec(compact_spec, tmp_path / "kitchen.json")
+    bridge = BridgeNode(backend=MujocoBackend(), context=ros_context, parameter_overrides=[
+        Parameter("scene_path", value=str(scene)), Parameter("rate_hz", value=50.0),
+        Parameter("camera_rate_hz", value=0.0)])
+    client_node = Node("pause_client", context=ros_context)
+    clocks: list[float] = []
+    client_node.create_subscription(Clock, "/clock", lambda message: clocks.append(
+        message.clock.sec + message.clock.nanosec * 1e-9), 10)
+    spinner = MultiThreadedExecutor(num_threads=4, context=ros_context)
+    spinner.add_node(bridge)
+    spinner.add_node(client_node)
+    threading.Thread(target=spinner.spin, daemon=True).start()
+
+    def sim_time() -> float:
+        with bridge.exclusive() as backend:
+            return backend.robot_state().time
+
+    try:
+        time.sleep(0.5)
+        assert sim_time() > 0.0  # free running
+        with bridge.paused():
+            assert bridge.is_paused
+            frozen = sim_time()
+            time.sleep(0.4)
+            assert sim_time() == frozen  # the tick no longer steps
+            access = bridge.exclusive()
+            with access as backend, access:  # re-entrant and reusable
+                backend.step(0.3)
+            clocks.clear()
+            time.sleep(0.4)
+            assert clocks and clocks[-1] == pytest.approx(frozen + 0.3, abs=1e-6)  # /clock still published
+        assert not bridge.is_paused
+        time.sleep(0.3)
+        assert sim_time() > frozen + 0.3  # free running again
+
+        client = client_node.create_client(QueryScene, "/sim/query_scene")
+        assert client.wait_for_service(timeout_sec=10)
+        with bridge.exclusive():
+            future = client.call_async(QueryScene.Request(names=["fridge"]))
+            time.sleep(0.5)
+            assert not future.done()  # the service waits for the lock
+        deadline = time.monotonic() + 10
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert future.done() and future.result().success
+        assert future.result().containers[0].furniture == "fridge_0"
+    finally:
+        spinner.shutdown()
+        client_node.destroy_node()
+        bridge.destroy_node()

@@ -79,4 +79,19 @@ def test_resolve_offsets_is_seeded_and_keeps_objects_apart() -> None:
 def test_open_door_changes_the_grid(compact_spec: SceneSpec) -> None:
     closed = occupancy.occupancy_grid(compact_spec, 0.05)
     opened = occupancy.occupancy_grid(compact_spec, 0.05, {"fridge_0_door": 1.6})
-    assert opened.occupied.sum() > closed.occupied.sum()
+    assert (opened.occupied != closed.occupied).any()
+
+
+def test_a_door_covers_its_panel_footprint_closed_and_swung(compact_spec: SceneSpec) -> None:
+    """The compact fridge (front face at y = 3.21 m, door 0.8 m wide hinged at x = 2.6 m, 5 cm thick) blocks only its
+    panel: not the 0.8 m square a door box turned about its hinge could sweep."""
+    closed = occupancy.occupancy_grid(compact_spec, 0.05, {"fridge_0_door": 0.0})
+    assert not closed.is_free(3.0, 3.19)                     # the panel
+    assert closed.is_free(3.0, 3.05) and closed.is_free(2.8, 2.9)  # the floor in front of it
+    opened = occupancy.occupancy_grid(compact_spec, 0.05, {"fridge_0_door": math.pi / 2})
+    assert not opened.is_free(2.6, 2.6)                       # the panel turned to point into the room
+    assert opened.is_free(3.0, 3.15) and opened.is_free(2.8, 2.9)  # where it stood, and beside it
+    [panel, _handle] = [item for item in layout.world_boxes(next(piece for piece in compact_spec.furniture
+                                                                  if piece.name == "fridge_0"), {"door": 0.6})
+                        if item.part == "door"]
+    assert panel.yaw == pytest.approx(-0.6) and panel.box.half[:2] == pytest.approx((0.4, 0.025))

@@ -115,10 +115,12 @@ def select_tasks(data_dir: Path, selection: str) -> list[str]:
             raise RunnerError(f"no {selection} tasks in {data_dir} (it holds {', '.join(sorted(available, key=task_sort_key)) or 'none'})")
     else:
         chosen = [item.strip() for item in selection.split(",") if item.strip()]
+        known = ", ".join(sorted(available, key=task_sort_key))
+        if not chosen:
+            raise RunnerError(f"--tasks {selection!r} names no task; use train, test, all or ids like 91,93")
         missing = [task_id for task_id in chosen if task_id not in available]
-        if missing or not chosen:
-            raise RunnerError(f"unknown task id(s) {', '.join(missing) or selection!r} in {data_dir}; "
-                              f"available: {', '.join(sorted(available, key=task_sort_key))}")
+        if missing:
+            raise RunnerError(f"unknown task id(s) {', '.join(missing)} in {data_dir}; available: {known}")
     return sorted(dict.fromkeys(chosen), key=task_sort_key)
 
 

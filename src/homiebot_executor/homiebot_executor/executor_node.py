@@ -1,21 +1,26 @@
 """The /subtask action server (emmoe_interfaces/action/ExecuteSubtask): checks, routing, the attempt loop.
 
-For each goal: feedback "checking"; query the scene (/sim/query_scene); run the benchmark's checks in order
-(F1, F2, L1-L4, D1, D2) with the exact feedback strings; route the skill by the model choice (background setting by
-default: M3); run up to three attempts on `/skills/<server>/navigate|manipulate` (feedback "executing", attempt n;
-each attempt starts with the skill server's arm reset); classify E1/E2/E3; query the hand for the inventory
-(feedback "verifying"). End succeeds at once. A goal that arrives while one runs is rejected (the client sees the
-rejection; `homiebot send-subtask` reports it as busy). Cancel requests stop the running skill. No exception escapes
-a callback: faults come back as INTERNAL_ERROR with error_msg.
+For each goal: feedback "checking"; query the scene (/sim/query_scene); have the checks run in order (F1, F2, L1-L4,
+D1, D2) with the exact feedback strings; route the skill by the model choice (background setting by default: M3);
+run up to three attempts on `/skills/<server>/navigate|manipulate` (feedback "executing", attempt n; each attempt
+starts with the skill server's arm reset); classify E1/E2/E3; take the hand from the skill's result for the
+inventory (feedback "verifying"). End succeeds at once. A goal that arrives while one runs is rejected (the client
+sees the rejection; `homiebot send-subtask` reports it as busy). Cancel requests stop the running skill. No
+exception escapes a callback: faults come back as INTERNAL_ERROR with error_msg.
 
-The checks run here, in the same code the monitor node uses (homiebot_executor.monitor); each finished goal is
-published as an emmoe_interfaces/StepRecord on `/emmoe/executor/outcomes`, which the monitor turns into
-`/emmoe/errors`. (A check service on the monitor needs a new interface; see the package README.)
+The checks: the executor asks the error-detection monitor (`/emmoe/check_subtask`, emmoe_interfaces/CheckSubtask,
+served by homiebot_executor.monitor_node), which also publishes a failed check on /emmoe/errors. When the monitor is
+unavailable (not discovered within monitor_wait_s; after that it is not waited for again until it reappears), gives
+no answer within check_timeout_s, or cannot check (INTERNAL_ERROR), the executor runs the same check core itself
+(homiebot_executor.monitor.ErrorMonitor), logs a warning, says "checked by the executor (<reason>)" in the result's
+error_msg, and publishes a failed check on /emmoe/errors itself. Execution errors (E1-E3) and faults are published
+on /emmoe/errors (emmoe_interfaces/ExecutionError, source "execution") by the executor.
 
-Parameters: check_order ("spec" | "release"), far_threshold, near_threshold, max_attempts, put_retries
-("paper" | "release"), routing ("background" | "model"), model_mismatch ("fallback" | "strict"), service_timeout_s,
-skill_timeout_s, server_wait_s. Run: `ros2 run homiebot_executor executor_node` or
-`python -m homiebot_executor.executor_node`; it prints "homiebot_executor ready".
+Parameters: check_order ("spec" | "release"), far_threshold, near_threshold (used by the fallback checks; give the
+monitor the same), max_attempts, put_retries ("paper" | "release"), routing ("background" | "model"),
+model_mismatch ("fallback" | "strict"), service_timeout_s, skill_timeout_s, server_wait_s, check_timeout_s,
+monitor_wait_s. Run: `ros2 run homiebot_executor executor_node` or `python -m homiebot_executor.executor_node`; it
+prints "homiebot_executor ready".
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import rclpy
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
-from emmoe_interfaces.msg import StepRecord
-from emmoe_interfaces.srv import QueryScene
+from emmoe_interfaces.msg import ExecutionError
+from emmoe_interfaces.srv import CheckSubtask, QueryScene
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -40,13 +45,14 @@ from rclpy.task import Future
 from homiebot_executor import messages
 from homiebot_executor.checks import CheckConfig, SubtaskRequest
 from homiebot_executor.execution import ExecutionConfig
-from homiebot_executor.monitor import subtask_text
+from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport, subtask_text
 from homiebot_executor.routing import Route, RoutingConfig
 from homiebot_executor.scene import SceneSnapshot
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 from homiebot_executor.subtask import (
     CANCELED,
     INTERNAL_ERROR,
+    NONE,
     SceneUnavailable,
     SubtaskConfig,
     SubtaskExecutor,
@@ -54,8 +60,11 @@ from homiebot_executor.subtask import (
 )
 
 READY_LINE = "homiebot_executor ready"
-OUTCOMES_TOPIC = "/emmoe/executor/outcomes"
 QUERY_SERVICE = "/sim/query_scene"
+CHECK_SERVICE = "/emmoe/check_subtask"
+ERRORS_TOPIC = "/emmoe/errors"
+# Result codes not published on /emmoe/errors by the executor: success, a cancel, and the checks (their checker does).
+_NOT_EXECUTION_ERRORS = (NONE, CANCELED, *CheckConfig().sequence)
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,9 @@ class ExecutorConfig:
         service_timeout_s: seconds to wait for /sim/query_scene.
         skill_timeout_s: seconds to wait for one skill attempt's result (the goal is cancelled after).
         server_wait_s: seconds to wait for a skill server or the scene service to appear.
+        check_timeout_s: seconds to wait for the monitor's verdict on /emmoe/check_subtask before checking locally.
+        monitor_wait_s: seconds to wait for /emmoe/check_subtask to appear; once it was missing it is not waited for
+            again until it reappears (a stack without a monitor is not slowed down on every goal).
     """
 
     checks: CheckConfig = CheckConfig()
@@ -77,16 +89,19 @@ class ExecutorConfig:
     service_timeout_s: float = 5.0
     skill_timeout_s: float = 120.0
     server_wait_s: float = 5.0
+    check_timeout_s: float = 3.0
+    monitor_wait_s: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("service_timeout_s", "skill_timeout_s", "server_wait_s"):
+        for name in ("service_timeout_s", "skill_timeout_s", "server_wait_s", "check_timeout_s", "monitor_wait_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ExecutorConfig.{name}: expected a positive number of seconds, "
                                  f"got {getattr(self, name)}")
 
 
-def _wait(future: Future, timeout: float) -> Any:
-    """Block this (worker) thread until the future completes; None on time-out."""
+def wait_for(future: Future, timeout: float) -> Any:
+    """Block this (worker) thread until the future completes (its result), None on time-out. Call it from a callback
+    of a MultiThreadedExecutor with a reentrant group, never from the thread that spins."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
     if not done.wait(timeout):
@@ -102,14 +117,16 @@ class ExecutorNode(Node):
         super().__init__("homiebot_executor", **node_kwargs)
         self.config = config or self._config_from_parameters()
         self.core = SubtaskExecutor(self._snapshot, self._attempt,
-                                    SubtaskConfig(self.config.checks, self.config.execution, self.config.routing))
+                                    SubtaskConfig(self.config.checks, self.config.execution, self.config.routing),
+                                    checker=self._check)
         self._handle: ServerGoalHandle | None = None
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._query: Any = self.create_client(QueryScene, QUERY_SERVICE, callback_group=self._group)
+        self._monitor: Any = self.create_client(CheckSubtask, CHECK_SERVICE, callback_group=self._group)
+        self._monitor_missing = False
         self._skill_clients: dict[str, ActionClient] = {}
-        self._outcomes = self.create_publisher(StepRecord, OUTCOMES_TOPIC, 10)
-        self._goal_count = 0
+        self._errors = self.create_publisher(ExecutionError, ERRORS_TOPIC, 10)
         self._server = ActionServer(self, ExecuteSubtask, "/subtask", execute_callback=self._execute,
                                     goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
                                     callback_group=self._group)
@@ -122,6 +139,7 @@ class ExecutorNode(Node):
             "put_retries": defaults.execution.put_retries, "routing": defaults.routing.setting,
             "model_mismatch": defaults.routing.mismatch, "service_timeout_s": defaults.service_timeout_s,
             "skill_timeout_s": defaults.skill_timeout_s, "server_wait_s": defaults.server_wait_s,
+            "check_timeout_s": defaults.check_timeout_s, "monitor_wait_s": defaults.monitor_wait_s,
         }
         for name, value in values.items():
             self.declare_parameter(name, value)
@@ -132,7 +150,8 @@ class ExecutorNode(Node):
             execution=ExecutionConfig(max_attempts=int(get["max_attempts"]), put_retries=str(get["put_retries"])),
             routing=RoutingConfig(setting=str(get["routing"]), mismatch=str(get["model_mismatch"])),
             service_timeout_s=float(get["service_timeout_s"]), skill_timeout_s=float(get["skill_timeout_s"]),
-            server_wait_s=float(get["server_wait_s"]))
+            server_wait_s=float(get["server_wait_s"]), check_timeout_s=float(get["check_timeout_s"]),
+            monitor_wait_s=float(get["monitor_wait_s"]))
 
     # ---- goal handling -----------------------------------------------------------------------------------------
     def _on_goal(self, _goal: ExecuteSubtask.Goal) -> GoalResponse:
@@ -142,7 +161,13 @@ class ExecutorNode(Node):
         return GoalResponse.REJECT
 
     def _execute(self, handle: ServerGoalHandle) -> ExecuteSubtask.Result:
-        started = time.monotonic()
+        import time as _t; _s = _t.monotonic()
+        try:
+            return self._execute2(handle)
+        finally:
+            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGE {_t.time():.4f} execute {(_t.monotonic()-_s)*1000:.1f}\n")
+
+    def _execute2(self, handle: ServerGoalHandle) -> ExecuteSubtask.Result:
         goal: ExecuteSubtask.Goal = handle.request
         request = messages.request_from_subtask(goal.subtask)
         before = list(goal.inventory)
@@ -160,16 +185,58 @@ class ExecutorNode(Node):
             self.get_logger().info(f"{subtask_text(request)}: {outcome.code}: {outcome.detail}")
         result = ExecuteSubtask.Result(success=outcome.success, error_code=messages.EXECUTE_CODES[outcome.code],
                                        error_type=outcome.error_type, feedback=outcome.feedback,
-                                       error_msg=outcome.detail if not outcome.success else "",
-                                       inventory=list(outcome.inventory))
+                                       error_msg=outcome.detail, inventory=list(outcome.inventory))
+        if outcome.code not in _NOT_EXECUTION_ERRORS:
+            self._publish_error(ErrorReport(request, outcome.code, outcome.feedback, outcome.detail, "execution",
+                                            len(outcome.attempts)))
         if outcome.code == CANCELED and handle.is_cancel_requested:
             handle.canceled()
         elif outcome.success:
             handle.succeed()
         else:
             handle.abort()
-        self._publish_outcome(request, before, result, time.monotonic() - started)
         return result
+
+    # ---- checks ------------------------------------------------------------------------------------------------
+    def _check(self, request: SubtaskRequest, inventory: tuple[str, ...], snapshot: SceneSnapshot) -> CheckVerdict:
+        """The monitor's verdict, or the local check core's when the monitor cannot give one (see the module
+        docstring)."""
+        import time as _t; _s = _t.monotonic()
+        reason = self._unavailable_reason()
+        if not reason:
+            _w = _t.monotonic(); open("/tmp/h5/dbg_x.txt", "a").write(f"DBGS {_t.time():.4f} send\n")
+            response = wait_for(self._monitor.call_async(messages.check_request(request, inventory)),
+                                self.config.check_timeout_s)
+            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGX {_t.time():.4f} ready {(_w-_s)*1000:.1f} call {(_t.monotonic()-_w)*1000:.1f}\n")
+            if response is None:
+                reason = f"{CHECK_SERVICE} gave no answer within {self.config.check_timeout_s:g} s"
+            elif response.error_code == messages.EXECUTE_CODES[FAULT]:
+                reason = f"{CHECK_SERVICE} could not check: {response.error_msg}"
+            else:
+                return messages.verdict_from_check(response)
+        note = f"checked by the executor ({reason})"
+        self.get_logger().warning(f"{subtask_text(request)}: {note}")
+        verdict = replace(self.core.monitor.verdict(request, snapshot, inventory), note=note)
+        if not verdict.passed:
+            self._publish_error(self.core.monitor.report(request, verdict.error_type, verdict.feedback,
+                                                         f"{verdict.detail}; {note}", "check"))
+        return verdict
+
+    def _unavailable_reason(self) -> str:
+        """"" when the monitor's check service can be called, else why not."""
+        if self._monitor.service_is_ready():
+            self._monitor_missing = False
+            return ""
+        if not self._monitor_missing and self._monitor.wait_for_service(timeout_sec=self.config.monitor_wait_s):
+            return ""
+        self._monitor_missing = True
+        return f"{CHECK_SERVICE} is not available"
+
+    def _publish_error(self, report: ErrorReport) -> None:
+        try:
+            self._errors.publish(messages.execution_error(report, self.get_clock().now().to_msg()))
+        except Exception as error:  # reporting is best effort; the result still goes to the client
+            self.get_logger().error(f"could not publish on {ERRORS_TOPIC}: {type(error).__name__}: {error}")
 
     # ---- ROS calls ---------------------------------------------------------------------------------------------
     def _feedback(self, phase: str, attempt: int, status: str) -> None:
@@ -177,6 +244,13 @@ class ExecutorNode(Node):
             self._handle.publish_feedback(ExecuteSubtask.Feedback(phase=phase, attempt=attempt, status=status))
 
     def _snapshot(self) -> SceneSnapshot:
+        import time as _t; _s = _t.monotonic()
+        try:
+            return self._snapshot2()
+        finally:
+            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGQ {_t.time():.4f} scene {(_t.monotonic()-_s)*1000:.1f}\n")
+
+    def _snapshot2(self) -> SceneSnapshot:
         """The current scene from /sim/query_scene.
 
         Raises:
@@ -184,7 +258,7 @@ class ExecutorNode(Node):
         """
         if not self._query.wait_for_service(timeout_sec=self.config.server_wait_s):
             raise SceneUnavailable(f"{QUERY_SERVICE} is not available (is the simulator up?)")
-        response = _wait(self._query.call_async(QueryScene.Request()), self.config.service_timeout_s)
+        response = wait_for(self._query.call_async(QueryScene.Request()), self.config.service_timeout_s)
         if response is None:
             raise SceneUnavailable(f"{QUERY_SERVICE} gave no answer within {self.config.service_timeout_s:g} s")
         if not response.success:
@@ -199,6 +273,13 @@ class ExecutorNode(Node):
         return self._skill_clients[name]
 
     def _attempt(self, chosen: Route, goal: SkillGoal, attempt: int) -> SkillOutcome:
+        import time as _t; _s = _t.monotonic()
+        try:
+            return self._attempt2(chosen, goal, attempt)
+        finally:
+            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGA {_t.time():.4f} skill {(_t.monotonic()-_s)*1000:.1f}\n")
+
+    def _attempt2(self, chosen: Route, goal: SkillGoal, attempt: int) -> SkillOutcome:
         """One attempt on the routed skill server (which resets the arm first)."""
         handle = self._handle
         if handle is None:
@@ -217,7 +298,7 @@ class ExecutorNode(Node):
                       else f"{detail.phase}, {detail.sim_steps} steps")
             self._feedback("executing", attempt, status)
 
-        goal_handle = _wait(client.send_goal_async(message, feedback_callback=relay), self.config.server_wait_s)
+        goal_handle = wait_for(client.send_goal_async(message, feedback_callback=relay), self.config.server_wait_s)
         if goal_handle is None or not goal_handle.accepted:
             return SkillOutcome(SkillStatus.POLICY_UNAVAILABLE, f"{chosen.action_name} did not accept the goal")
         result_future = goal_handle.get_result_async()
@@ -238,18 +319,6 @@ class ExecutorNode(Node):
             return SkillOutcome(SkillStatus.TIMEOUT, f"no result within {self.config.skill_timeout_s:g} s",
                                 outcome.held_object, outcome.sim_steps)
         return outcome
-
-    def _publish_outcome(self, request: SubtaskRequest, before: list[str], result: ExecuteSubtask.Result,
-                         seconds: float) -> None:
-        self._goal_count += 1
-        record = StepRecord(step=self._goal_count, success=result.success,
-                            error_code=result.error_code, error_type=result.error_type, feedback=result.feedback,
-                            inventory_before=before, inventory_after=list(result.inventory),
-                            execution_seconds=float(seconds))
-        record.header.stamp = self.get_clock().now().to_msg()
-        record.subtask.action, record.subtask.target = request.action, request.target
-        record.subtask.place, record.subtask.model = request.place, request.model
-        self._outcomes.publish(record)
 
     def destroy_node(self) -> None:
         """Destroy the action server and clients with the node."""

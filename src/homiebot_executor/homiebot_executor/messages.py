@@ -1,20 +1,20 @@
 """Conversions between emmoe_interfaces messages and the executor's plain types (no rclpy; message modules only).
 
-QueryScene's ContainerState carries no owner furniture, so the owner of a door or drawer is inferred: the part is also
-listed among the objects (kind "container", canonical of its furniture); its owner is the nearest non-part instance
-with the same canonical name. Parts are kept out of the snapshot's objects (they are reached through their owner or
-their own name).
+QueryScene's parts (doors, drawers) are listed among the objects too (kind "container"); they are kept out of the
+snapshot's objects (they are reached through their furniture, ContainerState.furniture, or their own name).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
-from emmoe_interfaces.msg import Subtask
-from emmoe_interfaces.srv import QueryScene
+from emmoe_interfaces.msg import ExecutionError, Subtask
+from emmoe_interfaces.srv import CheckSubtask, QueryScene
 
 from homiebot_executor.checks import SubtaskRequest
+from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport
 from homiebot_executor.scene import OBJECT_KINDS, ContainerInfo, ObjectInfo, SceneSnapshot
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 
@@ -37,20 +37,14 @@ def snapshot_from_query(response: QueryScene.Response) -> SceneSnapshot:
             (float(state.size.x), float(state.size.y), float(state.size.z)), state.on, bool(state.inside),
             float(state.distance))
     objects = tuple(item for name, item in listed.items() if name not in part_names)
-    containers = []
-    for container in response.containers:
-        part = listed.get(container.name)
-        owners = [item for item in objects if item.canonical == container.canonical and item.kind != "room"]
-        if part is not None and owners:
-            owner = min(owners, key=lambda item: math.dist(item.position[:2], part.position[:2])).name
-        else:
-            owner = owners[0].name if len(owners) == 1 else ""
-        containers.append(ContainerInfo(
-            container.name, container.canonical, container.joint_type, float(container.position),
-            float(container.lower_limit), float(container.upper_limit), float(container.open_threshold),
-            bool(container.is_open), owner, part.distance if part is not None else math.inf))
+    containers = tuple(
+        ContainerInfo(container.name, container.canonical, container.joint_type, float(container.position),
+                      float(container.lower_limit), float(container.upper_limit), float(container.open_threshold),
+                      bool(container.is_open), container.furniture,
+                      listed[container.name].distance if container.name in listed else math.inf)
+        for container in response.containers)
     return SceneSnapshot(robot, _yaw(response.robot_pose.orientation), response.held_object,
-                         float(response.contact_force), objects, tuple(containers))
+                         float(response.contact_force), objects, containers)
 
 
 def request_from_subtask(subtask: Subtask) -> SubtaskRequest:
@@ -58,9 +52,58 @@ def request_from_subtask(subtask: Subtask) -> SubtaskRequest:
     return SubtaskRequest(subtask.action, subtask.target, subtask.place, subtask.model)
 
 
+def subtask_message(request: SubtaskRequest) -> Subtask:
+    """A SubtaskRequest as an emmoe_interfaces/Subtask."""
+    return Subtask(action=request.action, target=request.target, place=request.place, model=request.model)
+
+
 EXECUTE_CODES: dict[str, int] = {name: int(getattr(ExecuteSubtask.Result, name))
                                  for name in ("NONE", "F1", "F2", "L1", "L2", "L3", "L4", "D1", "D2", "E1", "E2",
                                               "E3", "CANCELED", "BUSY", "INTERNAL_ERROR")}
+
+def check_request(request: SubtaskRequest, inventory: Sequence[str]) -> CheckSubtask.Request:
+    """The /emmoe/check_subtask request for a subtask and the planner's inventory."""
+    return CheckSubtask.Request(subtask=subtask_message(request), inventory=list(inventory))
+
+
+def check_response(verdict: CheckVerdict, response: CheckSubtask.Response) -> CheckSubtask.Response:
+    """Fill a /emmoe/check_subtask response from a verdict."""
+    response.passed = verdict.passed
+    response.error_code = EXECUTE_CODES[verdict.error_type or "NONE"]
+    response.error_type = verdict.error_type
+    response.feedback = verdict.feedback if not verdict.passed else "None"
+    response.error_msg = verdict.detail
+    response.resolved_target, response.resolved_place = verdict.target, verdict.place
+    response.distance = float(verdict.distance)
+    return response
+
+
+def check_fault(detail: str, response: CheckSubtask.Response) -> CheckSubtask.Response:
+    """Fill a /emmoe/check_subtask response for a check that could not run (INTERNAL_ERROR)."""
+    response.passed = False
+    response.error_code = EXECUTE_CODES[FAULT]
+    response.error_msg = detail
+    response.distance = -1.0
+    return response
+
+
+def verdict_from_check(response: CheckSubtask.Response) -> CheckVerdict:
+    """The verdict a /emmoe/check_subtask response carries (not for INTERNAL_ERROR responses)."""
+    if response.passed:
+        return CheckVerdict(target=response.resolved_target, place=response.resolved_place,
+                            distance=float(response.distance))
+    return CheckVerdict(response.error_type, response.feedback, response.error_msg, distance=float(response.distance))
+
+
+def execution_error(report: ErrorReport, stamp: object) -> ExecutionError:
+    """The /emmoe/errors message of a report; `stamp` is a builtin_interfaces/Time."""
+    message = ExecutionError(subtask=subtask_message(report.request),
+                             error_code=EXECUTE_CODES.get(report.code, EXECUTE_CODES["NONE"]),
+                             error_type=report.error_type, feedback=report.feedback, error_msg=report.detail,
+                             source=report.source, attempt=min(max(report.attempt, 0), 255))
+    message.header.stamp = stamp
+    return message
+
 
 _NAVIGATE_CODES: dict[SkillStatus, int] = {
     SkillStatus.SUCCEEDED: Navigate.Result.NONE, SkillStatus.UNKNOWN_TARGET: Navigate.Result.UNKNOWN_TARGET,
@@ -121,7 +164,8 @@ def navigate_result(outcome: SkillOutcome) -> Navigate.Result:
     code = _NAVIGATE_CODES.get(outcome.status, Navigate.Result.INTERNAL_ERROR)
     distance = outcome.distance_to_goal if math.isfinite(outcome.distance_to_goal) else -1.0
     return Navigate.Result(success=outcome.success, error_code=code, error_msg=_message(outcome),
-                           distance_to_goal=float(distance), sim_steps=outcome.sim_steps)
+                           distance_to_goal=float(distance), held_object=outcome.held_object or "",
+                           sim_steps=outcome.sim_steps)
 
 
 def manipulate_result(outcome: SkillOutcome) -> Manipulate.Result:
@@ -138,15 +182,21 @@ def _message(outcome: SkillOutcome) -> str:
 
 
 def outcome_from_navigate(result: Navigate.Result) -> SkillOutcome:
-    """SkillOutcome from a Navigate result (the hand is not reported)."""
+    """SkillOutcome from a Navigate result (the hand counts as unknown after a fault)."""
     status = _status_of(result.error_code, _NAVIGATE_CODES, result.success)
-    return SkillOutcome(status, result.error_msg, None, int(result.sim_steps), float(result.distance_to_goal))
+    return SkillOutcome(status, result.error_msg, _reported_hand(status, result.held_object), int(result.sim_steps),
+                        float(result.distance_to_goal))
 
 
 def outcome_from_manipulate(result: Manipulate.Result) -> SkillOutcome:
-    """SkillOutcome from a Manipulate result."""
+    """SkillOutcome from a Manipulate result (the hand counts as unknown after a fault)."""
     status = _status_of(result.error_code, _MANIPULATE_CODES, result.success)
-    return SkillOutcome(status, result.error_msg, result.held_object, int(result.sim_steps))
+    return SkillOutcome(status, result.error_msg, _reported_hand(status, result.held_object), int(result.sim_steps))
+
+
+def _reported_hand(status: SkillStatus, held_object: str) -> str | None:
+    """The held object a result reports; None after a fault, whose server may not have read the hand."""
+    return None if status.is_fault else held_object
 
 
 def _status_of(code: int, table: dict[SkillStatus, int], success: bool) -> SkillStatus:

@@ -1,54 +1,110 @@
 """The error-detection monitor's core: the checks before execution and the watch during and after it.
 
-`ErrorMonitor.check` runs the benchmark's checks (homiebot_executor.checks) and turns failures into `ErrorReport`s;
-`ExecutionWatcher` follows one execution sample by sample (the held object, contact forces, the step budget) and
-reports incidents: the object left the gripper when it should not have, the robot pressed against something harder
-than the contact limit (5 N in the release), the step budget ran out. The skill policies feed it every control
-step in simulated time; the monitor node feeds it /sim/query_scene samples while a /subtask goal runs.
+`ErrorMonitor.verdict` runs the benchmark's checks (homiebot_executor.checks) on a scene snapshot and answers what
+/emmoe/check_subtask answers (`CheckVerdict`: pass or the failed check with its exact feedback, and the instance
+names the skill will act on); `ExecutionWatcher` follows one execution sample by sample (the held object, contact
+forces, the step budget) and reports incidents: the object left the gripper when it should not have, the robot
+pressed against something harder than the contact limit (5 N in the release), the step budget ran out. The skill
+policies feed it every control step in simulated time; the monitor node feeds it /sim/query_scene samples while a
+/subtask goal runs. `ErrorReport` is one detected error as /emmoe/errors carries it (emmoe_interfaces/ExecutionError).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 
-from emmoe_eval.protocol import ERROR_CATEGORY, format_subtask
+from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, format_subtask
 
 from homiebot_executor.checks import CheckConfig, CheckOutcome, SubtaskRequest, check_subtask
 from homiebot_executor.naming import NameResolver
 from homiebot_executor.scene import SceneSnapshot
+from homiebot_executor.skills import SKILL_OF_ACTION
 
 INCIDENT_KINDS: tuple[str, ...] = ("drop", "contact", "timeout")
+ERROR_SOURCES: tuple[str, ...] = ("check", "execution", "watch")
+# Code of a fault outside the benchmark (ExecuteSubtask's INTERNAL_ERROR).
+FAULT = "INTERNAL_ERROR"
 
 
 @dataclass(frozen=True)
 class ErrorReport:
-    """One detected error, as the monitor publishes it.
+    """One detected error, as the monitor and the executor publish it on /emmoe/errors.
 
     Attributes:
-        error_type: "F1".."E3".
-        feedback: the exact EMMOE feedback string.
-        subtask: the subtask in bracket notation ("[Pick, apple]").
-        model: the model the planner chose.
+        request: the subtask concerned (fields as written; all empty when unknown).
+        code: the EMMOE error type ("F1".."E3"), "INTERNAL_ERROR" for a fault, or a watch incident's kind
+            ("drop", "contact", "timeout").
+        feedback: the exact EMMOE feedback string ("" for faults and incidents).
         detail: explanation for logs.
-        source: "check" (before execution) or "execution" (after it).
+        source: "check" (before execution), "execution" (after it) or "watch" (an incident while it ran).
+        attempt: the execution attempt concerned (the number that ran, for "execution"); 0 before execution.
     """
 
-    error_type: str
-    feedback: str
-    subtask: str
-    model: str = ""
+    request: SubtaskRequest
+    code: str
+    feedback: str = ""
     detail: str = ""
     source: str = "check"
+    attempt: int = 0
+
+    def __post_init__(self) -> None:
+        if self.source not in ERROR_SOURCES:
+            raise ValueError(f"ErrorReport.source: expected one of {', '.join(ERROR_SOURCES)}, got {self.source!r}")
+        if self.code not in (*ERROR_TYPES, FAULT, *INCIDENT_KINDS):
+            raise ValueError(f"ErrorReport.code: expected an EMMOE error type, {FAULT} or an incident kind, "
+                             f"got {self.code!r}")
+
+    @property
+    def error_type(self) -> str:
+        """The EMMOE error type or the incident kind; "" for a fault."""
+        return "" if self.code == FAULT else self.code
+
+    @property
+    def subtask(self) -> str:
+        """The subtask in bracket notation ("[Pick, apple]"), "" when unknown."""
+        return subtask_text(self.request) if self.request.action.strip() else ""
 
     @property
     def category(self) -> str:
-        """"format", "logical", "distance" or "execution" (the paper's Figure 3)."""
-        return ERROR_CATEGORY[self.error_type]
+        """"format", "logical", "distance" or "execution" (the paper's Figure 3); "" for faults and incidents."""
+        return ERROR_CATEGORY.get(self.code, "")
 
 
 def subtask_text(request: SubtaskRequest) -> str:
     """The bracket notation of a request, arguments as written."""
     return format_subtask(request.action.strip(), request.target.strip(), request.place.strip())
+
+
+@dataclass(frozen=True)
+class CheckVerdict:
+    """The checks' answer for one subtask (what /emmoe/check_subtask returns).
+
+    Attributes:
+        error_type: "" when every check passed, else "F1".."D2".
+        feedback: the exact feedback string of the failed check ("" when passed).
+        detail: explanation of the failed check ("" when passed).
+        target: instance the skill acts on: the object to pick, the held object to put, the door or drawer to open
+            or close, the goal of a Go to ("" unless passed).
+        place: Put only: the receptacle (or drawer) receiving the object.
+        distance: planar distance from the robot to the checked target (metres); -1 when it was not resolved.
+        note: how the verdict was reached when it matters, e.g. "checked by the executor (...)" when the monitor
+            was unavailable ("" otherwise).
+    """
+
+    error_type: str = ""
+    feedback: str = ""
+    detail: str = ""
+    target: str = ""
+    place: str = ""
+    distance: float = -1.0
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Whether every check passed."""
+        return not self.error_type
 
 
 class ErrorMonitor:
@@ -63,11 +119,46 @@ class ErrorMonitor:
         """The checks on one subtask against the current scene."""
         return check_subtask(request, snapshot, self.resolver, self.config)
 
+    def verdict(self, request: SubtaskRequest, snapshot: SceneSnapshot,
+                inventory: Sequence[str] | None = None) -> CheckVerdict:
+        """The checks' verdict with the instance names the skill will act on.
+
+        `inventory` (what the planner believes it holds) is quoted in the detail of a failed check when it
+        disagrees with the simulator's hand, which the checks use.
+        """
+        outcome = self.check(request, snapshot)
+        resolved = outcome.target
+        distance = resolved.distance if resolved is not None and math.isfinite(resolved.distance) else -1.0
+        if not outcome.passed:
+            detail = outcome.detail
+            mismatch = inventory_mismatch(inventory, snapshot) if inventory is not None else ""
+            if mismatch:
+                detail = f"{detail}; {mismatch}" if detail else mismatch
+            return CheckVerdict(outcome.error_type, outcome.feedback, detail, distance=distance)
+        if resolved is None:  # End: nothing to act on
+            return CheckVerdict(distance=distance)
+        skill = SKILL_OF_ACTION[request.verb]
+        if skill == "put":
+            return CheckVerdict(target=snapshot.held_object, place=resolved.name, distance=distance)
+        if skill in ("open", "close") and resolved.container is not None:
+            return CheckVerdict(target=resolved.container.name, distance=distance)
+        return CheckVerdict(target=resolved.name, distance=distance)
+
     @staticmethod
     def report(request: SubtaskRequest, error_type: str, feedback: str, detail: str = "",
-               source: str = "check") -> ErrorReport:
+               source: str = "check", attempt: int = 0) -> ErrorReport:
         """An error report for a failed check or execution."""
-        return ErrorReport(error_type, feedback, subtask_text(request), request.model, detail, source)
+        return ErrorReport(request, error_type, feedback, detail, source, attempt)
+
+
+def inventory_mismatch(inventory: Sequence[str], snapshot: SceneSnapshot) -> str:
+    """A note when the planner's inventory and the simulator's hand disagree about whether something is held."""
+    names = [name for name in inventory if name.strip() and name.strip().lower() != "none"]
+    if names and snapshot.hand_empty:
+        return f"the planner's inventory is {names} but the gripper is empty"
+    if not names and not snapshot.hand_empty:
+        return f"the planner's inventory is empty but the gripper holds {snapshot.held_object}"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -1,98 +1,136 @@
-"""The error-detection monitor node: watches execution and publishes every detected error on /emmoe/errors.
+"""The error-detection monitor node: checks subtasks before execution, watches execution, publishes every error.
 
-- Errors: every failed /subtask goal, as the executor reports it on `/emmoe/executor/outcomes`, is published on
-  `/emmoe/errors` (emmoe_interfaces/StepRecord: subtask, error_code, error_type, feedback = the EMMOE message,
-  inventories, stamp), and counted by type.
+- Check: serves `/emmoe/check_subtask` (emmoe_interfaces/CheckSubtask). It reads the scene (/sim/query_scene), runs
+  the benchmark's checks in order (F1, F2, L1-L4, D1, D2; homiebot_executor.monitor.ErrorMonitor) and answers pass
+  (with the instances the skill will act on) or the failed check with its exact feedback string. A failed check is
+  published on `/emmoe/errors`. A scene that cannot be read gives INTERNAL_ERROR (the executor then checks itself).
+  The executor asks before every subtask but End.
 - Watch: while a /subtask goal executes (its status on the standard `/subtask/_action/status` topic), the monitor
   samples `/sim/query_scene` every `watch_period_s` and feeds homiebot_executor.monitor.ExecutionWatcher: the held
-  object leaving the gripper (except during a Put, whose subtask it reads from the executor's "checking" feedback on
-  `/subtask/_action/feedback`), contact forces above `contact_limit`, a goal running longer than `timeout_s`. Each
-  incident is logged with its detail, and attached to the next error's log line.
+  object leaving the gripper (except during a Put, known from the check request), contact forces above
+  `contact_limit`, a goal running longer than `timeout_s`. Each incident is logged and published on `/emmoe/errors`
+  (source "watch", error_type the incident's kind), with the subtask of the last check and the attempt from the
+  executor's feedback (`/subtask/_action/feedback`).
 
-The executor runs the checks itself (the same core, homiebot_executor.monitor.ErrorMonitor) until a check service
-exists in emmoe_interfaces; see the package README. Run: `python -m homiebot_executor.monitor_node`; it prints
-"emmoe monitor ready".
+Errors go out as emmoe_interfaces/ExecutionError; the executor publishes execution errors (E1-E3) on the same topic.
+Parameters: watch_period_s, contact_limit, timeout_s, scene_timeout_s, check_order, far_threshold, near_threshold
+(give the executor the same three). Run: `python -m homiebot_executor.monitor_node`; it prints "emmoe monitor ready".
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections import Counter
 from typing import Any
 
 import rclpy
 from action_msgs.msg import GoalStatus, GoalStatusArray
-from emmoe_eval.protocol import parse_subtask
 from emmoe_interfaces.action import ExecuteSubtask
-from emmoe_interfaces.msg import StepRecord
-from emmoe_interfaces.srv import QueryScene
+from emmoe_interfaces.msg import ExecutionError
+from emmoe_interfaces.srv import CheckSubtask, QueryScene
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
-from homiebot_executor.executor_node import OUTCOMES_TOPIC, QUERY_SERVICE
-from homiebot_executor.monitor import ExecutionWatcher, Incident
+from homiebot_executor import messages
+from homiebot_executor.checks import CheckConfig, SubtaskRequest
+from homiebot_executor.executor_node import CHECK_SERVICE, ERRORS_TOPIC, QUERY_SERVICE, wait_for
+from homiebot_executor.monitor import ErrorMonitor, ErrorReport, ExecutionWatcher, Incident, subtask_text
+from homiebot_executor.scene import SceneSnapshot
+from homiebot_executor.subtask import SceneUnavailable
 
 READY_LINE = "emmoe monitor ready"
-ERRORS_TOPIC = "/emmoe/errors"
 STATUS_TOPIC = "/subtask/_action/status"
 FEEDBACK_TOPIC = "/subtask/_action/feedback"
+NO_SUBTASK = SubtaskRequest("")
 
 
 class MonitorNode(Node):
     """See the module docstring."""
 
     def __init__(self, **node_kwargs: Any) -> None:
-        """Declare parameters (watch_period_s, contact_limit, timeout_s), subscribe and publish."""
+        """Declare parameters, serve the check, subscribe to the executor's goal status and feedback, publish."""
         super().__init__("emmoe_monitor", **node_kwargs)
-        self.declare_parameter("watch_period_s", 0.2)
-        self.declare_parameter("contact_limit", 5.0)
-        self.declare_parameter("timeout_s", 300.0)
-        self.watch_period = float(self.get_parameter("watch_period_s").value)
-        self.contact_limit = float(self.get_parameter("contact_limit").value)
-        self.timeout = float(self.get_parameter("timeout_s").value)
-        if self.watch_period <= 0 or self.contact_limit <= 0 or self.timeout <= 0:
-            raise ValueError("watch_period_s, contact_limit and timeout_s must be positive")
+        defaults = CheckConfig()
+        values = {"watch_period_s": 0.2, "contact_limit": 5.0, "timeout_s": 300.0, "scene_timeout_s": 2.0,
+                  "check_order": defaults.order, "far_threshold": defaults.far_threshold,
+                  "near_threshold": defaults.near_threshold}
+        for name, value in values.items():
+            self.declare_parameter(name, value)
+        get = {name: self.get_parameter(name).value for name in values}
+        self.watch_period = float(get["watch_period_s"])
+        self.contact_limit = float(get["contact_limit"])
+        self.timeout = float(get["timeout_s"])
+        self.scene_timeout = float(get["scene_timeout_s"])
+        for name in ("watch_period_s", "contact_limit", "timeout_s", "scene_timeout_s"):
+            if not float(get[name]) > 0:
+                raise ValueError(f"emmoe_monitor.{name}: expected a positive number, got {get[name]}")
+        self.monitor = ErrorMonitor(CheckConfig(far_threshold=float(get["far_threshold"]),
+                                                near_threshold=float(get["near_threshold"]),
+                                                order=str(get["check_order"])))
         group = ReentrantCallbackGroup()
-        self.error_counts: Counter[str] = Counter()
         self.incidents: list[Incident] = []
         self._lock = threading.Lock()
         self._watcher: ExecutionWatcher | None = None
         self._samples = 0
         self._pending = False
-        self._current_action = ""
-        self._errors = self.create_publisher(StepRecord, ERRORS_TOPIC, 10)
+        self._subtask = NO_SUBTASK
+        self._attempt = 0
+        self._errors = self.create_publisher(ExecutionError, ERRORS_TOPIC, 10)
+        self._query: Any = self.create_client(QueryScene, QUERY_SERVICE, callback_group=group)
+        self.create_service(CheckSubtask, CHECK_SERVICE, self._on_check, callback_group=group)
         self.create_subscription(ExecuteSubtask.Impl.FeedbackMessage, FEEDBACK_TOPIC, self._on_feedback, 10,
                                  callback_group=group)
-        self.create_subscription(StepRecord, OUTCOMES_TOPIC, self._on_outcome, 10, callback_group=group)
         self.create_subscription(GoalStatusArray, STATUS_TOPIC, self._on_status, 10, callback_group=group)
-        self._query: Any = self.create_client(QueryScene, QUERY_SERVICE, callback_group=group)
         self.create_timer(self.watch_period, self._sample, callback_group=group)
 
-    def _on_feedback(self, message: Any) -> None:
-        feedback = message.feedback
-        if feedback.phase != "checking":
-            return
-        try:
-            action = parse_subtask(feedback.status.split(" (")[0]).action.lower()
-        except ValueError:
-            return
+    # ---- check -------------------------------------------------------------------------------------------------
+    async def _on_check(self, request: CheckSubtask.Request, response: CheckSubtask.Response) -> CheckSubtask.Response:
+        import time as _t; _s0 = _t.monotonic(); _e = _t.time()
+        subtask = messages.request_from_subtask(request.subtask)
         with self._lock:
-            self._current_action = action
+            self._subtask = subtask
+            self._attempt = 0
             if self._watcher is not None:
-                self._watcher.release_allowed = action == "put"
+                self._watcher.release_allowed = subtask.verb == "put"
+        try:
+            verdict = self.monitor.verdict(subtask, await self._scene(), list(request.inventory))
+        except SceneUnavailable as error:
+            self.get_logger().warning(f"{subtask_text(subtask)}: cannot check: {error}")
+            return messages.check_fault(str(error), response)
+        except Exception as error:  # never let an exception escape the callback
+            self.get_logger().error(f"{subtask_text(subtask)}: check failed: {type(error).__name__}: {error}")
+            return messages.check_fault(f"{type(error).__name__}: {error}", response)
+        if not verdict.passed:
+            self._publish(self.monitor.report(subtask, verdict.error_type, verdict.feedback, verdict.detail))
+        open("/tmp/h5/dbg_m.txt", "a").write(f"DBGM {_e:.4f} total {(_t.monotonic()-_s0)*1000:.1f}\n")
+        return messages.check_response(verdict, response)
+
+    async def _scene(self) -> SceneSnapshot:
+        if not self._query.service_is_ready():
+            raise SceneUnavailable(f"{QUERY_SERVICE} is not available (is the simulator up?)")
+        response = await self._query.call_async(QueryScene.Request())
+        if not response.success:
+            raise SceneUnavailable(f"{QUERY_SERVICE} failed: {response.error_msg}")
+        return messages.snapshot_from_query(response)
+
+    # ---- watch -------------------------------------------------------------------------------------------------
+    def _on_feedback(self, message: Any) -> None:
+        with self._lock:
+            self._attempt = int(message.feedback.attempt)
 
     def _on_status(self, message: GoalStatusArray) -> None:
         executing = any(status.status == GoalStatus.STATUS_EXECUTING for status in message.status_list)
         with self._lock:
             if executing and self._watcher is None:
                 budget = max(1, int(self.timeout / self.watch_period))
-                self._watcher = ExecutionWatcher(step_budget=budget, contact_limit=self.contact_limit)
+                self._watcher = ExecutionWatcher(step_budget=budget, contact_limit=self.contact_limit,
+                                                 release_allowed=self._subtask.verb == "put")
                 self._samples = 0
-                self._watcher.release_allowed = self._current_action == "put"
-            elif not executing:
+            elif not executing and self._watcher is not None:
                 self._watcher = None
+                self._subtask = NO_SUBTASK
+                self._attempt = 0
 
     def _sample(self) -> None:
         with self._lock:
@@ -118,20 +156,21 @@ class MonitorNode(Node):
             self._samples += 1
             incidents = watcher.observe(self._samples, response.held_object, float(response.contact_force))
             self.incidents.extend(incidents)
+            subtask, attempt = self._subtask, self._attempt
         for incident in incidents:
-            self.get_logger().warning(f"watch: {incident.kind}: {incident.detail}")
+            self._publish(ErrorReport(subtask, incident.kind, "", incident.detail, "watch", attempt))
 
-    def _on_outcome(self, record: StepRecord) -> None:
-        if record.success:
-            return
-        with self._lock:
-            recent = [incident.detail for incident in self.incidents[-3:]]
-        self.error_counts[record.error_type or "other"] += 1
-        self._errors.publish(record)
-        subtask = f"[{record.subtask.action}, {record.subtask.target}" + \
-            (f", {record.subtask.place}]" if record.subtask.place else "]")
-        note = f" (watch: {'; '.join(recent)})" if recent else ""
-        self.get_logger().info(f"{record.error_type or 'fault'} {subtask}: {record.feedback}{note}")
+    def _publish(self, report: ErrorReport) -> None:
+        summary = f"{report.source}: {report.code} {report.subtask or '(subtask unknown)'}: " + \
+            (f"{report.feedback} ({report.detail})" if report.feedback else report.detail)
+        if report.source == "watch":
+            self.get_logger().warning(summary)
+        else:
+            self.get_logger().info(summary)
+        try:
+            self._errors.publish(messages.execution_error(report, self.get_clock().now().to_msg()))
+        except Exception as error:  # reporting is best effort
+            self.get_logger().error(f"could not publish on {ERRORS_TOPIC}: {type(error).__name__}: {error}")
 
 
 def main(args: list[str] | None = None) -> int:
@@ -140,7 +179,7 @@ def main(args: list[str] | None = None) -> int:
     node = None
     try:
         node = MonitorNode()
-        executor = MultiThreadedExecutor(num_threads=2)
+        executor = MultiThreadedExecutor(num_threads=4)
         executor.add_node(node)
         print(READY_LINE, flush=True)
         executor.spin()

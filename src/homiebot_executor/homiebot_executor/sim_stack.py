@@ -2,8 +2,10 @@
 
 Standard ROS 2 composition: several nodes, one MultiThreadedExecutor, one process, so the privileged (M3) skills
 call the backend object directly while every interface stays a real ROS one (/sim/* services from the bridge,
-/skills/<server>/navigate|manipulate actions). The bridge's free-running simulation pauses while a skill steps the
-simulator itself (skills run in simulated time); both share the bridge's backend lock.
+/skills/<server>/navigate|manipulate actions). The skills use the bridge's public in-process access
+(habitat_bridge.bridge_node): every skill runs inside `bridge.paused()` (the free-running simulation stops while the
+skill steps the simulator in simulated time) and holds `bridge.exclusive()` around each backend call, so the bridge
+serves /sim/query_scene (the monitor's watch) and observations between control steps.
 
 Each server runs the privileged policy (the benchmark's background-information setting) unless `--remote
 SERVER=URL` points it at a policy server speaking homiebot-policy/1. An optional seeded failure model makes attempts
@@ -22,9 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,42 +43,6 @@ from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
 
 READY_LINE = "homiebot sim stack ready"
 MODEL_OF_SERVER = {server: model for model, server in SERVER_OF_MODEL.items()}
-
-
-def skill_aware_bridge_class() -> type:
-    """habitat_bridge's BridgeNode, with its simulation tick paused while an in-process skill runs.
-
-    BridgeNode steps the simulator from a wall-clock timer and stops the base when /cmd_vel goes quiet; a skill that
-    steps the simulator itself must not be interleaved with that. This thin subclass skips the tick while
-    `skill_running` is set and exposes the backend lock the bridge uses.
-    """
-    from habitat_bridge.bridge_node import BridgeNode
-
-    class SkillAwareBridge(BridgeNode):  # type: ignore[misc, valid-type]
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.skill_running = threading.Event()
-
-        @property
-        def backend_lock(self) -> Any:
-            """The lock every backend call of the bridge holds."""
-            return self._lock
-
-        @contextmanager
-        def skill_control(self) -> Iterator[None]:
-            """Pause the free-running simulation while the body of the with-statement runs a skill."""
-            self.skill_running.set()
-            try:
-                yield
-            finally:
-                self.skill_running.clear()
-
-        def _on_tick(self) -> None:
-            if self.skill_running.is_set():
-                return
-            super()._on_tick()
-
-    return SkillAwareBridge
 
 
 def parse_failures(text: str, attempts: int = 3) -> dict[str, float]:
@@ -185,20 +148,21 @@ def main(argv: list[str] | None = None) -> int:
             temporary = tempfile.TemporaryDirectory(prefix="homiebot_scene_")
             scene_path = str(save_scene_spec(compact_room(options["seed"]), Path(temporary.name) / "compact.json"))
         from habitat_bridge.backends.mujoco_backend import MujocoBackend
+        from habitat_bridge.bridge_node import BridgeNode
 
         from homiebot_executor.policies.privileged import PrivilegedSkills
         from homiebot_executor.policies.remote import RemotePolicy
 
-        bridge = skill_aware_bridge_class()(backend=MujocoBackend(), parameter_overrides=[
+        bridge = BridgeNode(backend=MujocoBackend(), parameter_overrides=[
             Parameter("backend", value="mujoco"), Parameter("scene_path", value=scene_path),
             Parameter("seed", value=-1 if scene_path else options["seed"]),
             Parameter("rate_hz", value=float(options["rate_hz"])),
             Parameter("camera_rate_hz", value=float(options["camera_rate_hz"]))])
         nodes.append(bridge)
-        lock = bridge.backend_lock
+        lock = bridge.exclusive()
         failure_model = FailureModel(failures) if failures.enabled else None
         privileged = PrivilegedSkills(bridge.backend, failure_model=failure_model, lock=lock)
-        claim = RobotClaim(bridge.skill_control)
+        claim = RobotClaim(bridge.paused)
         for server in SERVERS:
             policy: Any = privileged
             if server in remotes:

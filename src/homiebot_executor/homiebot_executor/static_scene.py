@@ -59,9 +59,9 @@ def snapshot_to_query(snapshot: SceneSnapshot, response: QueryScene.Response) ->
         response.objects.append(state)
     for part in snapshot.containers:
         response.containers.append(ContainerState(
-            name=part.name, canonical=part.canonical, joint_type=part.joint_type, position=part.position,
-            lower_limit=part.lower_limit, upper_limit=part.upper_limit, open_threshold=part.open_threshold,
-            is_open=part.is_open))
+            name=part.name, canonical=part.canonical, furniture=part.owner, joint_type=part.joint_type,
+            position=part.position, lower_limit=part.lower_limit, upper_limit=part.upper_limit,
+            open_threshold=part.open_threshold, is_open=part.is_open))
     response.success, response.error_code = True, QueryScene.Response.NONE
     return response
 

@@ -1,10 +1,12 @@
 """One EMMOE subtask from the planner's words to its result, independent of ROS.
 
 `SubtaskExecutor.execute` does what /subtask does: feedback "checking"; the scene; the checks in order (F1, F2,
-L1-L4, D1, D2) with the exact feedback strings; the skill goal for the resolved target; routing by the model choice;
-up to three attempts (feedback "executing", attempt n; each attempt begins with the skill's arm reset); E1/E2/E3;
-feedback "verifying"; the inventory after the step. End succeeds at once. The scene, the skill runner and the
-feedback sink are injected: the executor node passes ROS calls, tests and benchmarks pass the backend directly.
+L1-L4, D1, D2) with the exact feedback strings; the skill goal for the instances the checks resolved; routing by the
+model choice; up to three attempts (feedback "executing", attempt n; each attempt begins with the skill's arm
+reset); E1/E2/E3; feedback "verifying"; the inventory after the step. End succeeds at once. The scene, the checker,
+the skill runner and the feedback sink are injected: the executor node passes ROS calls (the checker asks the
+monitor node, falling back to the local check core), tests and benchmarks pass the backend and the local check core
+(homiebot_executor.monitor.ErrorMonitor, the default checker) directly.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from dataclasses import dataclass, field
 
 from homiebot_executor.checks import CheckConfig, SubtaskRequest
 from homiebot_executor.execution import ExecutionConfig, inventory_after, run_attempts
-from homiebot_executor.monitor import ErrorMonitor, subtask_text
-from homiebot_executor.naming import ResolvedTarget
+from homiebot_executor.monitor import CheckVerdict, ErrorMonitor, subtask_text
 from homiebot_executor.routing import Route, RoutingConfig, route
 from homiebot_executor.scene import SceneSnapshot
 from homiebot_executor.skills import SKILL_OF_ACTION, SkillGoal, SkillOutcome, instruction_for
@@ -25,6 +26,8 @@ NONE, CANCELED, INTERNAL_ERROR = "NONE", "CANCELED", "INTERNAL_ERROR"
 
 Feedback = Callable[[str, int, str], None]
 SkillCall = Callable[[Route, SkillGoal, int], SkillOutcome]
+# checker(request, planner's inventory, scene) -> the checks' verdict.
+Checker = Callable[[SubtaskRequest, tuple[str, ...], SceneSnapshot], CheckVerdict]
 
 
 @dataclass(frozen=True)
@@ -70,13 +73,16 @@ class SubtaskExecutor:
     """Checks, routes and runs subtasks (see the module docstring)."""
 
     def __init__(self, scene: Callable[[], SceneSnapshot], run_skill: SkillCall,
-                 config: SubtaskConfig | None = None) -> None:
+                 config: SubtaskConfig | None = None, checker: Checker | None = None) -> None:
         """`scene()` reads the current scene (raising SceneUnavailable); `run_skill(route, goal, attempt)` runs one
-        attempt on the routed server."""
+        attempt on the routed server; `checker(request, inventory, snapshot)` runs the checks (default: the local
+        check core, `self.monitor`)."""
         self.config = config or SubtaskConfig()
         self.monitor = ErrorMonitor(self.config.checks)
         self._scene = scene
         self._run_skill = run_skill
+        self._check = checker or (lambda request, inventory, snapshot: self.monitor.verdict(request, snapshot,
+                                                                                            inventory))
 
     def execute(self, request: SubtaskRequest, inventory: list[str] | tuple[str, ...] = (),
                 feedback: Feedback = lambda phase, attempt, status: None,
@@ -95,12 +101,14 @@ class SubtaskExecutor:
         if request.verb == "end":
             return SubtaskResult(True, NONE, "None", "", before)
         snapshot = self._scene()
-        outcome = self.monitor.check(request, snapshot)
-        if not outcome.passed:
-            return SubtaskResult(False, outcome.error_type, outcome.feedback, outcome.detail, before)
-        if outcome.target is None:
-            return SubtaskResult(False, INTERNAL_ERROR, "", "the checks passed without a resolved target", before)
-        goal = self.skill_goal(request, outcome.target, snapshot)
+        verdict = self._check(request, before, snapshot)
+        note = verdict.note
+        if not verdict.passed:
+            return SubtaskResult(False, verdict.error_type, verdict.feedback, _joined(verdict.detail, note), before)
+        if not verdict.target:
+            return SubtaskResult(False, INTERNAL_ERROR, "", _joined("the checks passed without a resolved target",
+                                                                   note), before)
+        goal = self.skill_goal(request, verdict, snapshot)
         chosen = route(request.model, goal.skill, goal.target_kind, self.config.routing)
         execution = run_attempts(
             request.action, goal, lambda skill_goal, attempt: self._run_skill(chosen, skill_goal, attempt),
@@ -109,42 +117,45 @@ class SubtaskExecutor:
                                                 f"{chosen.action_name} {goal.skill} {goal.target}"))
         if not execution.canceled and not execution.fault:
             feedback("verifying", len(execution.attempts), execution.detail)
-        held = self._hand_after(snapshot, goal, execution.attempts)
+        held = self._hand_after(execution.attempts)
         held_info = snapshot.object(held) if held else None
         canonical = held_info.canonical if held_info is not None else ""
         inventory = tuple(inventory_after(held, canonical, before, request.action, request.target))
         if execution.canceled:
-            return SubtaskResult(False, CANCELED, "", execution.detail, inventory, execution.attempts)
+            return SubtaskResult(False, CANCELED, "", _joined(execution.detail, note), inventory, execution.attempts)
         if execution.fault:
-            return SubtaskResult(False, INTERNAL_ERROR, "", execution.detail, inventory, execution.attempts)
+            return SubtaskResult(False, INTERNAL_ERROR, "", _joined(execution.detail, note), inventory,
+                                 execution.attempts)
         if execution.success:
-            return SubtaskResult(True, NONE, "None", "", inventory, execution.attempts)
-        return SubtaskResult(False, execution.error_type, execution.feedback, execution.detail, inventory,
-                             execution.attempts)
+            return SubtaskResult(True, NONE, "None", note, inventory, execution.attempts)
+        return SubtaskResult(False, execution.error_type, execution.feedback, _joined(execution.detail, note),
+                             inventory, execution.attempts)
 
-    def _hand_after(self, snapshot: SceneSnapshot, goal: SkillGoal, attempts: tuple[SkillOutcome, ...]) -> str:
-        """The hand after the step: as the last attempt reports it; unchanged after a successful navigation (a drop
-        fails the skill); otherwise read from the scene."""
+    def _hand_after(self, attempts: tuple[SkillOutcome, ...]) -> str:
+        """The hand after the step: as the last attempt reports it (skill servers always do), else read from the
+        scene."""
         last = attempts[-1] if attempts else None
         if last is not None and last.held_object is not None:
             return last.held_object
-        if last is not None and last.success and goal.skill == "navigate":
-            return snapshot.held_object
         return self._scene().held_object
 
     @staticmethod
-    def skill_goal(request: SubtaskRequest, target: ResolvedTarget, snapshot: SceneSnapshot) -> SkillGoal:
-        """The skill goal for a checked request: instance names for the skill, the planner's words for policies
-        that take an instruction."""
+    def skill_goal(request: SubtaskRequest, verdict: CheckVerdict, snapshot: SceneSnapshot) -> SkillGoal:
+        """The skill goal for a request that passed the checks: the instances the checks resolved for the skill,
+        the planner's words for policies that take an instruction."""
         skill = SKILL_OF_ACTION[request.verb]
         if skill == "navigate":
-            return SkillGoal("navigate", target.name, target_kind="object" if target.is_object else "place",
+            goal = snapshot.object(verdict.target)
+            kind = "object" if goal is not None and goal.kind == "object" else "place"
+            return SkillGoal("navigate", verdict.target, target_kind=kind,
                              instruction=instruction_for("navigate", request.target))
-        if skill in ("open", "close"):
-            part = target.container.name if target.container is not None else target.name
-            return SkillGoal(skill, part, instruction=instruction_for(skill, request.target))
         if skill == "put":
-            written = request.target if request.place else snapshot.held_object
-            return SkillGoal("put", snapshot.held_object, place=target.name,
+            written = request.target if request.place else verdict.target
+            return SkillGoal("put", verdict.target, place=verdict.place,
                              instruction=instruction_for("put", written, request.checked_target))
-        return SkillGoal(skill, target.name, instruction=instruction_for(skill, request.target))
+        return SkillGoal(skill, verdict.target, instruction=instruction_for(skill, request.target))
+
+
+def _joined(detail: str, note: str) -> str:
+    """A result's detail with the checker's note appended."""
+    return f"{detail}; {note}" if detail and note else detail or note

@@ -115,3 +115,36 @@ def test_inventory_names():
     assert inventory_after("apple_0", "013_apple", ["apple"], "Go to", "fridge") == ["apple"]
     # The planner's inventory names something else: the simulator's hand wins, under its canonical name.
     assert inventory_after("bowl_0", "024_bowl", ["apple"], "Go to", "fridge") == ["024_bowl"]
+
+
+def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_kitchen):
+    from homiebot_executor.checks import SubtaskRequest
+    from homiebot_executor.monitor import CheckVerdict
+    from homiebot_executor.subtask import SubtaskExecutor
+
+    goals: list[SkillGoal] = []
+    seen: list[tuple] = []
+
+    def run(route, goal, attempt):
+        goals.append(goal)
+        return SkillOutcome(SkillStatus.SUCCEEDED, held_object="")
+
+    def lenient(request, inventory, snapshot):  # a checker with other thresholds than the local core
+        seen.append((request.target, inventory))
+        return CheckVerdict(target="sofa_0", distance=6.0, note="checked by a test")
+
+    executor = SubtaskExecutor(lambda: make_kitchen(), run, checker=lenient)
+    result = executor.execute(SubtaskRequest("Pick", "sofa", "", "RT-1-X"), ["nothing"])
+    assert result.success and result.detail == "checked by a test"
+    assert [(goal.skill, goal.target) for goal in goals] == [("pick", "sofa_0")] and seen == [("sofa", ("nothing",))]
+
+    def strict(request, inventory, snapshot):
+        return CheckVerdict("D1", "Unable to pick, the target is far away", "sofa_0 is 6.00 m away", note="why")
+
+    refused = SubtaskExecutor(lambda: make_kitchen(), run, checker=strict).execute(
+        SubtaskRequest("Pick", "sofa", "", "RT-1-X"))
+    assert (refused.code, refused.feedback, refused.detail) == ("D1", "Unable to pick, the target is far away",
+                                                                "sofa_0 is 6.00 m away; why")
+    assert len(goals) == 1
+    local = SubtaskExecutor(lambda: make_kitchen(), run).execute(SubtaskRequest("Pick", "sofa", "", "RT-1-X"))
+    assert (local.code, local.detail) == ("D1", "sofa_0 is 6.00 m away (limit 2 m)")

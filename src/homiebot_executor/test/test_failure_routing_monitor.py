@@ -11,7 +11,7 @@ from homiebot_executor.failure_model import (
     FailureModel,
     from_subtask_success_rates,
 )
-from homiebot_executor.monitor import ErrorMonitor, ExecutionWatcher
+from homiebot_executor.monitor import ErrorMonitor, ErrorReport, ExecutionWatcher
 from homiebot_executor.routing import RoutingConfig, route
 
 
@@ -118,3 +118,44 @@ def test_monitor_reports_carry_type_feedback_and_subtask(make_kitchen):
 def test_watcher_reports_simultaneous_incidents_together():
     watcher = ExecutionWatcher(held_at_start="apple_0", contact_limit=5.0)
     assert [incident.kind for incident in watcher.observe(1, "", 8.0)] == ["drop", "contact"]
+
+
+def test_verdicts_name_the_instances_the_skill_acts_on(make_kitchen):
+    monitor = ErrorMonitor()
+    cases = [(SubtaskRequest("Go to", "fridge", "", "NoMaD"), make_kitchen(), ("fridge_0", "")),
+             (SubtaskRequest("Pick", "apple", "", "RT-1-X"), make_kitchen(), ("apple_0", "")),
+             (SubtaskRequest("Open", "fridge", "", "octo"), make_kitchen(robot=(0.0, 0.5)), ("fridge_0_door", "")),
+             (SubtaskRequest("Close", "drawer", "", "octo"), make_kitchen(robot=(-0.5, 0.0),
+                                                                          drawer_positions=(0.0, 0.4)),
+              ("kitchen_drawer_1", "")),
+             (SubtaskRequest("Put", "apple", "brown_table", "RT-1-X"), make_kitchen(held="apple_0"),
+              ("apple_0", "brown_table_0"))]
+    for request, scene, (target, place) in cases:
+        verdict = monitor.verdict(request, scene)
+        assert verdict.passed, (request, verdict.detail)
+        assert (verdict.target, verdict.place) == (target, place)
+        assert verdict.distance >= 0 and verdict.note == ""
+
+
+def test_failed_verdicts_carry_the_feedback_and_quote_a_disagreeing_inventory(make_kitchen):
+    monitor = ErrorMonitor()
+    far = monitor.verdict(SubtaskRequest("Pick", "sofa", "", "RT-1-X"), make_kitchen())
+    assert (far.error_type, far.feedback, far.target) == ("D1", "Unable to pick, the target is far away", "")
+    assert far.distance == pytest.approx(6.0)
+    empty = monitor.verdict(SubtaskRequest("Put", "apple", "brown_table", "RT-1-X"), make_kitchen(), ["apple"])
+    assert empty.error_type == "L2"
+    assert empty.detail == "the gripper is empty; the planner's inventory is ['apple'] but the gripper is empty"
+    unknown = monitor.verdict(SubtaskRequest("Pick", "spaceship", "", "RT-1-X"), make_kitchen(), [])
+    assert unknown.error_type == "F2" and unknown.distance == -1.0
+
+
+def test_error_reports_validate_and_name_their_type():
+    request = SubtaskRequest("Go to", "sofa", "", "NoMaD")
+    assert ErrorReport(request, "drop", source="watch").error_type == "drop"
+    fault = ErrorReport(request, "INTERNAL_ERROR", detail="scene down", source="execution")
+    assert (fault.error_type, fault.category, fault.subtask) == ("", "", "[Go to, sofa]")
+    assert ErrorReport(SubtaskRequest(""), "timeout", source="watch").subtask == ""
+    with pytest.raises(ValueError, match="ErrorReport.source"):
+        ErrorReport(request, "E1", source="planner")
+    with pytest.raises(ValueError, match="ErrorReport.code"):
+        ErrorReport(request, "E9")

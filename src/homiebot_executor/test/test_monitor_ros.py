@@ -1,4 +1,5 @@
-"""The monitor's watch: while a /subtask goal executes it samples the scene and reports drops and contacts."""
+"""The monitor node: its check service, and its watch while a /subtask goal executes (drops, contacts), each error
+published on /emmoe/errors."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 
 import pytest
 
+from homiebot_executor.executor_node import CHECK_SERVICE, ERRORS_TOPIC
 from homiebot_executor.monitor_node import FEEDBACK_TOPIC, STATUS_TOPIC, MonitorNode
 from homiebot_executor.static_scene import StaticSceneServer, demo_kitchen
 
@@ -23,11 +25,39 @@ def wait_until(condition, timeout=10.0):
     return False
 
 
-@pytest.mark.parametrize("action,expect_drop", [("Go to", True), ("Put", False)])
-def test_drop_and_contact_while_a_goal_executes(ros_context, action, expect_drop):
+def call(client, request, timeout=10.0):
+    assert client.wait_for_service(timeout_sec=timeout)
+    future = client.call_async(request)
+    assert wait_until(future.done, timeout), "no answer"
+    return future.result()
+
+
+@pytest.fixture
+def spin(ros_context):
+    """Spin the given nodes in a background executor; destroyed after the test."""
+    from rclpy.executors import MultiThreadedExecutor
+
+    spinner = MultiThreadedExecutor(num_threads=4, context=ros_context)
+    nodes = []
+
+    def start(*more):
+        for node in more:
+            spinner.add_node(node)
+            nodes.append(node)
+
+    threading.Thread(target=spinner.spin, daemon=True).start()
+    yield start
+    spinner.shutdown()
+    for node in nodes:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize("action,place,expect_drop", [("Go to", "", True), ("Put", "brown_table", False)])
+def test_watch_publishes_drops_and_contacts_for_the_checked_subtask(ros_context, spin, action, place, expect_drop):
     from action_msgs.msg import GoalStatus, GoalStatusArray
     from emmoe_interfaces.action import ExecuteSubtask
-    from rclpy.executors import MultiThreadedExecutor
+    from emmoe_interfaces.msg import ExecutionError, Subtask
+    from emmoe_interfaces.srv import CheckSubtask
     from rclpy.node import Node
     from rclpy.parameter import Parameter
 
@@ -36,24 +66,60 @@ def test_drop_and_contact_while_a_goal_executes(ros_context, action, expect_drop
     driver = Node("fake_executor", context=ros_context)
     status = driver.create_publisher(GoalStatusArray, STATUS_TOPIC, 10)
     feedback = driver.create_publisher(ExecuteSubtask.Impl.FeedbackMessage, FEEDBACK_TOPIC, 10)
-    spinner = MultiThreadedExecutor(num_threads=4, context=ros_context)
-    for node in (scene, monitor, driver):
-        spinner.add_node(node)
-    threading.Thread(target=spinner.spin, daemon=True).start()
-    try:
-        time.sleep(0.5)
-        message = ExecuteSubtask.Impl.FeedbackMessage()
-        message.feedback.phase, message.feedback.status = "checking", f"[{action}, fridge] (NoMaD)"
+    errors: list = []
+    driver.create_subscription(ExecutionError, ERRORS_TOPIC, errors.append, 10)
+    spin(scene, monitor, driver)
+    target = "apple" if action == "Put" else "fridge"
+    verdict = call(driver.create_client(CheckSubtask, CHECK_SERVICE), CheckSubtask.Request(
+        subtask=Subtask(action=action, target=target, place=place, model="RT-1-X"), inventory=["apple"]))
+    assert verdict.passed and verdict.feedback == "None" and verdict.error_msg == ""
+    assert (verdict.resolved_target, verdict.resolved_place) == (("apple_0", "brown_table_0") if action == "Put"
+                                                                 else ("fridge_0", ""))
+    message = ExecuteSubtask.Impl.FeedbackMessage()
+    message.feedback.phase, message.feedback.attempt = "executing", 2
+
+    def executing() -> bool:  # what the executor's action server publishes while the goal runs
         feedback.publish(message)
-        time.sleep(0.2)
-        assert wait_until(lambda: (status.publish(GoalStatusArray(status_list=[GoalStatus(
-            status=GoalStatus.STATUS_EXECUTING)])) or monitor._samples >= 3))
-        scene.scene = dataclasses.replace(demo_kitchen(held=""), contact_force=12.0)
-        assert wait_until(lambda: any(incident.kind == "contact" for incident in monitor.incidents))
-        time.sleep(0.3)
-        kinds = {incident.kind for incident in monitor.incidents}
-        assert ("drop" in kinds) is expect_drop
-    finally:
-        spinner.shutdown()
-        for node in (scene, monitor, driver):
-            node.destroy_node()
+        status.publish(GoalStatusArray(status_list=[GoalStatus(status=GoalStatus.STATUS_EXECUTING)]))
+        return monitor._samples >= 3
+
+    assert wait_until(executing)
+    scene.scene = dataclasses.replace(demo_kitchen(held=""), contact_force=12.0)
+    assert wait_until(lambda: any(error.error_type == "contact" for error in errors))
+    time.sleep(0.3)
+    assert {error.error_type for error in errors} == ({"drop", "contact"} if expect_drop else {"contact"})
+    contact = next(error for error in errors if error.error_type == "contact")
+    assert (contact.source, contact.error_code, contact.attempt, contact.feedback) == ("watch", 0, 2, "")
+    assert (contact.subtask.action, contact.subtask.target, contact.subtask.place) == (action, target, place)
+    assert "12.0 N" in contact.error_msg
+
+
+def test_check_failures_are_published_and_a_missing_scene_is_a_fault(ros_context, spin):
+    from emmoe_interfaces.action import ExecuteSubtask
+    from emmoe_interfaces.msg import ExecutionError, Subtask
+    from emmoe_interfaces.srv import CheckSubtask
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    monitor = MonitorNode(context=ros_context, parameter_overrides=[Parameter("scene_timeout_s", value=0.3)])
+    client_node = Node("check_client", context=ros_context)
+    errors: list = []
+    client_node.create_subscription(ExecutionError, ERRORS_TOPIC, errors.append, 10)
+    spin(monitor, client_node)
+    client = client_node.create_client(CheckSubtask, CHECK_SERVICE)
+    request = CheckSubtask.Request(subtask=Subtask(action="Put", target="apple", place="fridge", model="RT-1-X"),
+                                   inventory=["apple"])
+    fault = call(client, request)
+    assert (fault.passed, fault.error_code, fault.error_type) == (False, ExecuteSubtask.Result.INTERNAL_ERROR, "")
+    assert "/sim/query_scene is not available" in fault.error_msg
+
+    spin(StaticSceneServer(demo_kitchen(held=""), context=ros_context))
+    assert wait_until(lambda: monitor._query.service_is_ready())
+    failed = call(client, request)
+    assert (failed.passed, failed.error_code, failed.error_type, failed.feedback) == (
+        False, ExecuteSubtask.Result.L2, "L2", "Unable to put, the hand is empty")
+    assert failed.error_msg == "the gripper is empty; the planner's inventory is ['apple'] but the gripper is empty"
+    assert wait_until(lambda: len(errors) == 1)
+    [error] = errors
+    assert (error.source, error.error_type, error.error_code, error.attempt) == ("check", "L2", 4, 0)
+    assert (error.subtask.action, error.subtask.place, error.feedback) == ("Put", "fridge", failed.feedback)

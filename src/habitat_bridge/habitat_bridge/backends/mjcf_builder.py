@@ -21,7 +21,7 @@ from xml.etree import ElementTree as ET
 
 from habitat_bridge import layout
 from habitat_bridge.backends import fetch_model
-from habitat_bridge.furniture import Box
+from habitat_bridge.furniture import Box, MovingPart
 from habitat_bridge.scene_spec import Furniture, SceneObject, SceneSpec, SceneSpecError
 
 GRASP_EQUALITY = "grasp"
@@ -30,6 +30,11 @@ CEILING_HEIGHT = 2.6
 _FURNITURE_CONTYPE, _FURNITURE_CONAFFINITY = 1, fetch_model.ROBOT_BIT
 _OBJECT_CONTYPE, _OBJECT_CONAFFINITY = 1, 1 | fetch_model.ROBOT_BIT
 _FLOOR_CONTYPE, _FLOOR_CONAFFINITY = 1, 1
+# Doors and drawers: panel density (kg/m^3, about the mass of real ones), position-actuator gains, joint armature.
+PANEL_DENSITY = 150.0
+HINGE_KP, SLIDE_KP = 100.0, 600.0
+SLIDE_DAMPING = 20.0
+JOINT_ARMATURE = 0.05
 
 
 @dataclass(frozen=True)
@@ -96,14 +101,41 @@ def _add_furniture(worldbody: ET.Element, actuator: ET.Element, piece: Furniture
             raise SceneSpecError(f"furniture: {piece.name}: slot {part.key!r} has no articulation")
         name = articulation_name(articulation.name)
         child = ET.SubElement(body, "body", name=name, pos=_fmt(*part.pivot))
-        ET.SubElement(child, "joint", name=name, type="hinge" if part.joint == "hinge" else "slide",
+        hinge = part.joint == "hinge"
+        ET.SubElement(child, "joint", name=name, type="hinge" if hinge else "slide",
                       axis=_fmt(*part.axis), limited="true", range=_fmt(*articulation.range),
-                      damping="2" if part.joint == "hinge" else "20", armature="0.05")
+                      damping=_fmt(hinge_damping(part) if hinge else SLIDE_DAMPING), armature=_fmt(JOINT_ARMATURE))
         for box in part.boxes:
             # Light panels (about the mass of real doors and drawers) so the position actuators move them briskly.
-            _box_geom(child, f"{name}/{box.name}", box, piece.color, part.pivot).set("density", "150")
-        ET.SubElement(actuator, "position", name=name, joint=name, kp="100" if part.joint == "hinge" else "600",
+            _box_geom(child, f"{name}/{box.name}", box, piece.color, part.pivot).set("density", _fmt(PANEL_DENSITY))
+        ET.SubElement(actuator, "position", name=name, joint=name, kp=_fmt(HINGE_KP if hinge else SLIDE_KP),
                       ctrllimited="true", ctrlrange=_fmt(*articulation.range))
+
+
+def hinge_inertia(part: MovingPart, density: float = PANEL_DENSITY) -> float:
+    """Moment of inertia (kg m^2) of a hinged part's boxes about its hinge axis (through `pivot` along `axis`)."""
+    length = math.sqrt(sum(value * value for value in part.axis))
+    axis = [value / length for value in part.axis]
+    inertia = 0.0
+    for box in part.boxes:
+        sizes = [2.0 * half for half in box.half]
+        mass = density * sizes[0] * sizes[1] * sizes[2]
+        # The box's own inertia about the axis through its centre (box axes are the local axes) ...
+        own = [mass * (sizes[(i + 1) % 3] ** 2 + sizes[(i + 2) % 3] ** 2) / 12.0 for i in range(3)]
+        inertia += sum(own[i] * axis[i] ** 2 for i in range(3))
+        # ... plus the parallel-axis term for its centre's distance from the hinge axis.
+        offset = [c - p for c, p in zip(box.center, part.pivot)]
+        along = sum(o * a for o, a in zip(offset, axis))
+        inertia += mass * (sum(o * o for o in offset) - along * along)
+    return inertia
+
+
+def hinge_damping(part: MovingPart, density: float = PANEL_DENSITY, kp: float = HINGE_KP) -> float:
+    """Joint damping (N m s/rad) that makes a hinged part critically damped on its position actuator.
+
+    A door driven to a joint target then settles without swinging past it: damping = 2 sqrt(kp (I + armature)).
+    """
+    return 2.0 * math.sqrt(kp * (hinge_inertia(part, density) + JOINT_ARMATURE))
 
 
 def _object_geoms(obj: SceneObject) -> list[dict[str, str]]:

@@ -3,10 +3,10 @@
 Every attempt starts with the arm reset (fingers opened unless holding, torso lowered, arm tucked; not counted in the
 step budget), then:
 
-- navigate: plan on the occupancy grid (walls, furniture, doors and drawers at their current position; see
-  floor_plan), inflated by the robot's radius; pick a standing spot (an object: the reachable cell nearest it, in
-  front of its receptacle when that has a front; furniture: nearest its front face, or its footprint for tables and
-  chairs; a door or drawer: in front of its handle; a room: nearest its centre); follow the shortened path with the
+- navigate: plan on the backend's occupancy grid (walls, furniture, doors and drawers at their current position,
+  a door as its panel), inflated by the robot's radius; pick a standing spot (an object: the reachable cell nearest
+  it, in front of its receptacle when that has a front; furniture: nearest its front face, or its footprint for tables
+  and chairs; a door or drawer: in front of its handle; a room: nearest its centre); follow the shortened path with the
   base controller and turn to face the target. Success (release rule): the base ends within 0.65 m of the spot and
   the contact force stayed under 5 N.
 - pick: move the base within arm's reach if needed, solve the arm with mink for a top-down grasp (a level one for
@@ -41,7 +41,6 @@ from homiebot_executor.failure_model import FailureModel
 from homiebot_executor.monitor import ExecutionWatcher
 from homiebot_executor.policies.arm_ik import ArmIk, IkConfig, grasp_rotation
 from homiebot_executor.policies.arm_motion import ArmCollisionChecker
-from homiebot_executor.policies.floor_plan import occupancy_with_doors
 from homiebot_executor.policies.navigation import BaseController, ControllerConfig, GeodesicField, GridPlanner, wrap_angle
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 
@@ -416,8 +415,7 @@ class PrivilegedSkills:
     # ---- navigation --------------------------------------------------------------------------------------------
     def _planner(self) -> GridPlanner:
         with self.lock:
-            positions = {state.name: state.position for state in self.backend.container_states()}
-        grid = occupancy_with_doors(self._spec(), positions, self.config.grid_resolution)
+            grid = self.backend.occupancy_grid(self.config.grid_resolution)
         return GridPlanner(grid, self.config.robot_radius + self.config.clearance)
 
     @staticmethod
@@ -791,8 +789,8 @@ class PrivilegedSkills:
         centre, radius, inside = self._travel_area(state, piece, target)
         self._go_near(centre, radius, radius + 0.7, piece, inside, face=(touch[0], touch[1]), preferred=radius + 0.05)
         self._phase("drive_joint")
-        # Ramp the joint target (a door driven to its target at once swings far past it), then wait until the part
-        # has stayed past its threshold (or closed) for three control steps.
+        # Ramp the joint target over eight control steps (the part follows it smoothly; hinged doors are critically
+        # damped), then wait until the part has stayed past its threshold (or closed) for three control steps.
         start = self._container(state.name).position
         for fraction in np.linspace(0.125, 1.0, 8):
             with self.lock:

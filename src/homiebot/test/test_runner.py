@@ -1,0 +1,86 @@
+"""`homiebot run`: task selection, resuming, per-node parameters, and one real run through the whole stack."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from homiebot.runner import RunnerConfig, RunnerError, pending_runs, select_tasks, stack_overrides
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "data"
+
+
+def test_task_selection_by_split_and_ids():
+    assert select_tasks(DATA, "test") == [str(task_id) for task_id in range(91, 101)]
+    assert select_tasks(DATA, "all") == select_tasks(DATA, "test")
+    assert select_tasks(DATA, "93, 91,93") == ["91", "93"]
+    with pytest.raises(RunnerError, match="unknown task id"):
+        select_tasks(DATA, "91,7")
+    with pytest.raises(RunnerError, match="no train tasks"):
+        select_tasks(DATA, "train")
+
+
+def test_finished_runs_are_skipped(tmp_path):
+    (tmp_path / "91" / "2").mkdir(parents=True)
+    (tmp_path / "91" / "2" / "score.json").write_text("{}")
+    (tmp_path / "92" / "1").mkdir(parents=True)
+    (tmp_path / "92" / "1" / "trajectory.jsonl").write_text("{}\n")  # started but never scored: run again
+    assert pending_runs(tmp_path, ["91", "92"], 2) == [("91", 1), ("92", 1), ("92", 2)]
+
+
+def test_experiment_parameters_reach_the_planner_and_evaluator(tmp_path):
+    config = RunnerConfig(tasks="test", out=tmp_path / "exp", planner="openai", model="gpt-4o",
+                          base_url="http://127.0.0.1:9/v1", max_steps=7, overrides=("planner.temperature=0.0",))
+    overrides = stack_overrides(config)
+    assert overrides["planner"] == {"data_dir": str(Path("data").resolve()), "max_steps": 7, "backend": "openai",
+                                    "openai_model": "gpt-4o", "openai_base_url": "http://127.0.0.1:9/v1",
+                                    "temperature": "0.0"}
+    assert overrides["emmoe_evaluator"]["out_dir"] == str((tmp_path / "exp").resolve())
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"planner": "gpt"}, "unknown planner"),
+    ({"planner": "hf"}, "needs --model PATH"),
+    ({"planner": "openai", "model": "x"}, "needs --base-url"),
+    ({"runs": 0}, "at least 1"),
+    ({"overrides": ("backend=mock",)}, "NODE.PARAM=VALUE"),
+])
+def test_invalid_configurations_are_refused(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        RunnerConfig(tasks="test", out=tmp_path, **options)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["homiebot", "run", *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
+
+
+@pytest.mark.ros
+def test_expert_run_through_the_stack_then_resume(tmp_path, ros_domain_id):
+    """The expert planner completes task 92 in the MuJoCo apartment; a rerun only scores."""
+    out = tmp_path / "exp"
+    first = run_cli("--tasks", "92", "--runs", "1", "--planner", "expert", "--out", str(out))
+    assert first.returncode == 0, first.stderr[-3000:]
+    run_dir = out / "92" / "1"
+    for name in ("trajectory.jsonl", "conversation.json", "episode.mcap", "score.json", "subtask1_front.png"):
+        assert (run_dir / name).is_file(), name
+    steps = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    assert [step["action"] for step in steps] == ["Go to", "Open", "Pick", "Go to", "Put", "End"]
+    assert all(step["success"] for step in steps)
+    assert "100.00" in first.stdout  # SR and TP of the one run
+    bag = subprocess.run(["emmoe-eval", "score-bag", str(run_dir / "episode.mcap"), "--data", "data", "--json"],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(bag.stdout)["SR"] == 1.0
+
+    again = run_cli("--tasks", "92", "--runs", "1", "--planner", "expert", "--out", str(out))
+    assert again.returncode == 0
+    assert "1 already done, 0 to run" in again.stderr.replace("\n", " ")
+
+
+def test_unknown_task_is_a_one_line_usage_error(tmp_path):
+    result = run_cli("--tasks", "7", "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert "homiebot run: error: unknown task id(s) 7" in result.stderr and "Traceback" not in result.stderr
