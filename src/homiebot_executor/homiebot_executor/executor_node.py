@@ -9,9 +9,10 @@ sees the rejection; `homiebot send-subtask` reports it as busy). Cancel requests
 exception escapes a callback: faults come back as INTERNAL_ERROR with error_msg.
 
 The checks: the executor asks the error-detection monitor (`/emmoe/check_subtask`, emmoe_interfaces/CheckSubtask,
-served by homiebot_executor.monitor_node), which also publishes a failed check on /emmoe/errors. When the monitor is
-unavailable (not discovered within monitor_wait_s; after that it is not waited for again until it reappears), gives
-no answer within check_timeout_s, or cannot check (INTERNAL_ERROR), the executor runs the same check core itself
+served by homiebot_executor.monitor_node; the request goes out before the executor reads the scene for itself, so
+both run at once), which also publishes a failed check on /emmoe/errors. When the monitor is unavailable (not
+discovered within monitor_wait_s; after that it is not waited for again until it reappears), gives no answer within
+check_timeout_s, or cannot check (INTERNAL_ERROR), the executor runs the same check core itself
 (homiebot_executor.monitor.ErrorMonitor), logs a warning, says "checked by the executor (<reason>)" in the result's
 error_msg, and publishes a failed check on /emmoe/errors itself. Execution errors (E1-E3) and faults are published
 on /emmoe/errors (emmoe_interfaces/ExecutionError, source "execution") by the executor.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -161,13 +163,6 @@ class ExecutorNode(Node):
         return GoalResponse.REJECT
 
     def _execute(self, handle: ServerGoalHandle) -> ExecuteSubtask.Result:
-        import time as _t; _s = _t.monotonic()
-        try:
-            return self._execute2(handle)
-        finally:
-            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGE {_t.time():.4f} execute {(_t.monotonic()-_s)*1000:.1f}\n")
-
-    def _execute2(self, handle: ServerGoalHandle) -> ExecuteSubtask.Result:
         goal: ExecuteSubtask.Goal = handle.request
         request = messages.request_from_subtask(goal.subtask)
         before = list(goal.inventory)
@@ -198,22 +193,30 @@ class ExecutorNode(Node):
         return result
 
     # ---- checks ------------------------------------------------------------------------------------------------
-    def _check(self, request: SubtaskRequest, inventory: tuple[str, ...], snapshot: SceneSnapshot) -> CheckVerdict:
-        """The monitor's verdict, or the local check core's when the monitor cannot give one (see the module
-        docstring)."""
-        import time as _t; _s = _t.monotonic()
+    def _check(self, request: SubtaskRequest, inventory: tuple[str, ...]) -> Callable[[SceneSnapshot], CheckVerdict]:
+        """Ask the monitor now; the returned function waits for its verdict, or runs the local check core on the
+        executor's snapshot when the monitor cannot give one (see the module docstring)."""
         reason = self._unavailable_reason()
-        if not reason:
-            _w = _t.monotonic(); open("/tmp/h5/dbg_x.txt", "a").write(f"DBGS {_t.time():.4f} send\n")
-            response = wait_for(self._monitor.call_async(messages.check_request(request, inventory)),
-                                self.config.check_timeout_s)
-            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGX {_t.time():.4f} ready {(_w-_s)*1000:.1f} call {(_t.monotonic()-_w)*1000:.1f}\n")
-            if response is None:
-                reason = f"{CHECK_SERVICE} gave no answer within {self.config.check_timeout_s:g} s"
-            elif response.error_code == messages.EXECUTE_CODES[FAULT]:
-                reason = f"{CHECK_SERVICE} could not check: {response.error_msg}"
-            else:
-                return messages.verdict_from_check(response)
+        pending = None if reason else self._monitor.call_async(messages.check_request(request, inventory))
+
+        def verdict(snapshot: SceneSnapshot) -> CheckVerdict:
+            why = reason
+            if pending is not None:
+                response = wait_for(pending, self.config.check_timeout_s)
+                if response is None:
+                    self._monitor.remove_pending_request(pending)
+                    why = f"{CHECK_SERVICE} gave no answer within {self.config.check_timeout_s:g} s"
+                elif response.error_code == messages.EXECUTE_CODES[FAULT]:
+                    why = f"{CHECK_SERVICE} could not check: {response.error_msg}"
+                else:
+                    return messages.verdict_from_check(response)
+            return self._check_locally(request, inventory, snapshot, why)
+
+        return verdict
+
+    def _check_locally(self, request: SubtaskRequest, inventory: tuple[str, ...], snapshot: SceneSnapshot,
+                       reason: str) -> CheckVerdict:
+        """The fallback: the same check core here; logged, noted in the result, a failure published."""
         note = f"checked by the executor ({reason})"
         self.get_logger().warning(f"{subtask_text(request)}: {note}")
         verdict = replace(self.core.monitor.verdict(request, snapshot, inventory), note=note)
@@ -244,13 +247,6 @@ class ExecutorNode(Node):
             self._handle.publish_feedback(ExecuteSubtask.Feedback(phase=phase, attempt=attempt, status=status))
 
     def _snapshot(self) -> SceneSnapshot:
-        import time as _t; _s = _t.monotonic()
-        try:
-            return self._snapshot2()
-        finally:
-            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGQ {_t.time():.4f} scene {(_t.monotonic()-_s)*1000:.1f}\n")
-
-    def _snapshot2(self) -> SceneSnapshot:
         """The current scene from /sim/query_scene.
 
         Raises:
@@ -273,13 +269,6 @@ class ExecutorNode(Node):
         return self._skill_clients[name]
 
     def _attempt(self, chosen: Route, goal: SkillGoal, attempt: int) -> SkillOutcome:
-        import time as _t; _s = _t.monotonic()
-        try:
-            return self._attempt2(chosen, goal, attempt)
-        finally:
-            open("/tmp/h5/dbg_x.txt", "a").write(f"DBGA {_t.time():.4f} skill {(_t.monotonic()-_s)*1000:.1f}\n")
-
-    def _attempt2(self, chosen: Route, goal: SkillGoal, attempt: int) -> SkillOutcome:
         """One attempt on the routed skill server (which resets the arm first)."""
         handle = self._handle
         if handle is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from homiebot_executor.checks import CheckConfig, SubtaskRequest
 from homiebot_executor.execution import ExecutionConfig, inventory_after, run_attempts
@@ -26,8 +27,9 @@ NONE, CANCELED, INTERNAL_ERROR = "NONE", "CANCELED", "INTERNAL_ERROR"
 
 Feedback = Callable[[str, int, str], None]
 SkillCall = Callable[[Route, SkillGoal, int], SkillOutcome]
-# checker(request, planner's inventory, scene) -> the checks' verdict.
-Checker = Callable[[SubtaskRequest, tuple[str, ...], SceneSnapshot], CheckVerdict]
+# checker(request, planner's inventory) starts the checks and returns what finishes them: called with the executor's
+# own scene snapshot it gives the verdict (a remote checker works while the executor reads the scene).
+Checker = Callable[[SubtaskRequest, tuple[str, ...]], Callable[[SceneSnapshot], CheckVerdict]]
 
 
 @dataclass(frozen=True)
@@ -75,14 +77,14 @@ class SubtaskExecutor:
     def __init__(self, scene: Callable[[], SceneSnapshot], run_skill: SkillCall,
                  config: SubtaskConfig | None = None, checker: Checker | None = None) -> None:
         """`scene()` reads the current scene (raising SceneUnavailable); `run_skill(route, goal, attempt)` runs one
-        attempt on the routed server; `checker(request, inventory, snapshot)` runs the checks (default: the local
-        check core, `self.monitor`)."""
+        attempt on the routed server; `checker` runs the checks (see Checker; default: the local check core,
+        `self.monitor`, on the executor's snapshot)."""
         self.config = config or SubtaskConfig()
         self.monitor = ErrorMonitor(self.config.checks)
         self._scene = scene
         self._run_skill = run_skill
-        self._check = checker or (lambda request, inventory, snapshot: self.monitor.verdict(request, snapshot,
-                                                                                            inventory))
+        self._check = checker or (lambda request, inventory: partial(self.monitor.verdict, request,
+                                                                     inventory=inventory))
 
     def execute(self, request: SubtaskRequest, inventory: list[str] | tuple[str, ...] = (),
                 feedback: Feedback = lambda phase, attempt, status: None,
@@ -100,8 +102,9 @@ class SubtaskExecutor:
         feedback("checking", 0, f"{text} ({request.model})" if request.model else text)
         if request.verb == "end":
             return SubtaskResult(True, NONE, "None", "", before)
+        finish_check = self._check(request, before)
         snapshot = self._scene()
-        verdict = self._check(request, before, snapshot)
+        verdict = finish_check(snapshot)
         note = verdict.note
         if not verdict.passed:
             return SubtaskResult(False, verdict.error_type, verdict.feedback, _joined(verdict.detail, note), before)

@@ -129,17 +129,19 @@ def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_ki
         goals.append(goal)
         return SkillOutcome(SkillStatus.SUCCEEDED, held_object="")
 
-    def lenient(request, inventory, snapshot):  # a checker with other thresholds than the local core
+    def lenient(request, inventory):  # a checker with other thresholds than the local core
         seen.append((request.target, inventory))
-        return CheckVerdict(target="sofa_0", distance=6.0, note="checked by a test")
+        return lambda snapshot: CheckVerdict(target="sofa_0", distance=snapshot.object("sofa_0").distance,
+                                             note="checked by a test")
 
     executor = SubtaskExecutor(lambda: make_kitchen(), run, checker=lenient)
     result = executor.execute(SubtaskRequest("Pick", "sofa", "", "RT-1-X"), ["nothing"])
     assert result.success and result.detail == "checked by a test"
     assert [(goal.skill, goal.target) for goal in goals] == [("pick", "sofa_0")] and seen == [("sofa", ("nothing",))]
 
-    def strict(request, inventory, snapshot):
-        return CheckVerdict("D1", "Unable to pick, the target is far away", "sofa_0 is 6.00 m away", note="why")
+    def strict(request, inventory):
+        return lambda snapshot: CheckVerdict("D1", "Unable to pick, the target is far away", "sofa_0 is 6.00 m away",
+                                             note="why")
 
     refused = SubtaskExecutor(lambda: make_kitchen(), run, checker=strict).execute(
         SubtaskRequest("Pick", "sofa", "", "RT-1-X"))

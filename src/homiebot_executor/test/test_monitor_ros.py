@@ -113,8 +113,21 @@ def test_check_failures_are_published_and_a_missing_scene_is_a_fault(ros_context
     assert (fault.passed, fault.error_code, fault.error_type) == (False, ExecuteSubtask.Result.INTERNAL_ERROR, "")
     assert "/sim/query_scene is not available" in fault.error_msg
 
-    spin(StaticSceneServer(demo_kitchen(held=""), context=ros_context))
+    class SlowScene(StaticSceneServer):
+        delay = 1.0
+
+        def _on_query(self, request, response):
+            time.sleep(self.delay)
+            return super()._on_query(request, response)
+
+    scene = SlowScene(demo_kitchen(held=""), context=ros_context)
+    spin(scene)
     assert wait_until(lambda: monitor._query.service_is_ready())
+    late = call(client, request)
+    assert late.error_code == ExecuteSubtask.Result.INTERNAL_ERROR
+    assert late.error_msg == "/sim/query_scene gave no answer within 0.3 s"
+    scene.delay = 0.0
+    time.sleep(1.0)  # the late answer comes and is dropped
     failed = call(client, request)
     assert (failed.passed, failed.error_code, failed.error_type, failed.feedback) == (
         False, ExecuteSubtask.Result.L2, "L2", "Unable to put, the hand is empty")

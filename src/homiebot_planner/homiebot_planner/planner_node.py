@@ -38,7 +38,12 @@ from homiebot_planner.conversions import observation_from_response, step_record
 from homiebot_planner.episode import EpisodeSpec, InvalidTaskError, resolve_episode
 from homiebot_planner.memory import write_conversation_json
 from homiebot_planner.planner import Decision, Observation, Planner
-from homiebot_planner.settings import PARAMETER_DEFAULTS, build_settings, resolve_in_context_example
+from homiebot_planner.settings import (
+    PARAMETER_DEFAULTS,
+    TRI_STATE_PARAMETERS,
+    build_settings,
+    resolve_in_context_example,
+)
 
 _POLL_S = 0.05
 _EXECUTOR_FAULTS = (ExecuteSubtask.Result.CANCELED, ExecuteSubtask.Result.BUSY, ExecuteSubtask.Result.INTERNAL_ERROR)
@@ -94,6 +99,9 @@ class PlannerNode(Node):
             if isinstance(default, list):
                 descriptor = ParameterDescriptor(type=ParameterType.PARAMETER_STRING_ARRAY)
                 self.declare_parameter(name, default, descriptor)
+            elif name in TRI_STATE_PARAMETERS:
+                # "auto", "true" or "false": `-p name:=true` arrives as a bool, which is accepted too.
+                self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
             else:
                 self.declare_parameter(name, default)
         values = {name: self.get_parameter(name).value for name in PARAMETER_DEFAULTS}

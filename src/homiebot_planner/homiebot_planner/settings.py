@@ -23,6 +23,8 @@ from homiebot_planner.backends import (
 from homiebot_planner.planner import PlannerConfig
 
 TRI_STATE = ("auto", "true", "false")
+# Parameters taking a TRI_STATE value.
+TRI_STATE_PARAMETERS = ("in_context_example", "constrained_decoding")
 
 PARAMETER_DEFAULTS: dict[str, Any] = {
     # Which backend plans: mock, expert, openai, hf, random or smollm2 (the embedded default).

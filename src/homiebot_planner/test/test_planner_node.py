@@ -312,3 +312,19 @@ def test_smollm2_run(graph: Graph) -> None:
         assert record.observation_mode == "text" and record.planner == "smollm2"
         assert record.subtask.action in ("Go to", "Pick", "Put", "Open", "Close", "End")
         assert record.subtask.action == "End" or record.subtask.target in ("fridge", "apple", "sofa")
+
+
+@pytest.mark.ros
+def test_tri_state_parameters_accept_booleans_from_the_command_line(ros_context):
+    """`-p in_context_example:=true` arrives as a bool; the node takes it as "true"."""
+    from rclpy.parameter import Parameter
+
+    from homiebot_planner.planner_node import PlannerNode
+
+    node = PlannerNode(context=ros_context, parameter_overrides=[
+        Parameter("backend", value="mock"), Parameter("mock_outputs", value=["Analysis: a\nSubtask: [End]\nModel: None"]),
+        Parameter("in_context_example", value=False), Parameter("constrained_decoding", value=True)])
+    try:
+        assert node.settings.in_context_example == "false"
+    finally:
+        node.destroy_node()
