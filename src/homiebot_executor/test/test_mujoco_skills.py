@@ -115,3 +115,23 @@ def test_execution_errors_from_the_failure_model(backend):
     result = do(dropping, "Put", "cracker_box", "brown_table", ("cracker_box",))
     assert (result.code, result.feedback, result.inventory) == ("E2", "Unable to put, and the object is missing", ())
     assert backend.held_object() is None
+
+
+def test_put_into_a_bowl_on_a_table(backend):
+    """An object as the place: the banana ends within 0.5 m of the bowl, resting on or in it."""
+    import math
+
+    from habitat_bridge.apartment import ApartmentConfig, ObjectRequest, generate_apartment
+
+    backend.reset(generate_apartment(98, ApartmentConfig(min_objects=0, max_objects=0, required=(
+        ObjectRequest("011_banana", "frl_apartment_tvstand"), ObjectRequest("024_bowl", "frl_apartment_table_01")))))
+    executor, _ = executor_for(backend)
+    inventory: tuple[str, ...] = ()
+    for action, target, place in (("Go to", "banana", ""), ("Pick", "banana", ""), ("Go to", "bowl", ""),
+                                  ("Put", "banana", "bowl")):
+        result = do(executor, action, target, place, inventory)
+        assert result.success, f"[{action}, {target}] failed: {result.code} {result.detail}"
+        inventory = result.inventory
+    banana, bowl = backend.object_states(["banana_0"])[0], backend.object_states(["bowl_0"])[0]
+    assert math.dist(banana.pose.position, bowl.pose.position) < 0.5
+    assert inventory == ()

@@ -163,3 +163,18 @@ def test_stack_options():
         parse_failures("pick")
     with pytest.raises(ValueError, match="--remote"):
         parse_remotes(["m3=http://127.0.0.1:1"])
+
+
+def test_go_to_and_open_a_drawer_prefer_the_drawer_holding_something(make_kitchen):
+    """Two closed drawers, kitchen_drawer_0 nearer; a bowl lies inside kitchen_drawer_1: that one is meant."""
+    from dataclasses import replace
+
+    scene = make_kitchen(robot=(-1.5, -1.0))
+    bowl_inside = [replace(item, on="kitchen_drawer_1", inside=True) if item.name == "bowl_0" else item
+                   for item in scene.objects]
+    with_bowl = replace(scene, objects=tuple(bowl_inside))
+    resolver = NameResolver()
+    assert resolver.resolve("drawer", scene, "open").name == "kitchen_drawer_0"
+    for verb in ("go to", "open"):
+        assert resolver.resolve("drawer", with_bowl, verb).name == "kitchen_drawer_1"
+    assert resolver.resolve("drawer", with_bowl, "close").name == "kitchen_drawer_0"

@@ -55,6 +55,8 @@ READY_TORSO = 0.3
 TUCKED_TORSO = 0.15
 # Regions with less free height than this above them are reached with a level gripper (metres).
 LEVEL_BELOW_CLEARANCE = 0.6
+# Free height assumed above an object used as a place (nothing hangs over a bowl on a table).
+OBJECT_PLACE_CLEARANCE = 1.0
 # Via poses tried, in this order, when a straight joint move would hit furniture: the arm raised and folded close in
 # front (0.38 m ahead at most), and raised at the side.
 VIA_POSES: tuple[tuple[tuple[float, ...], float], ...] = (
@@ -622,7 +624,10 @@ class PrivilegedSkills:
         if not regions:
             return SkillStatus.PLACE_FAILED, f"{place} offers no open region to put things on or in"
         obj = self._instance(held)
-        spots = self._free_spots(regions, obj, self._base()[:2])
+        # Onto an object (a bowl): its centre, which other objects may not keep clear of.
+        onto_object = not isinstance(self._spec().item(place), (Furniture, Articulation))
+        spots = ([(region, region.center) for region in regions] if onto_object
+                 else self._free_spots(regions, obj, self._base()[:2]))
         if not spots:
             return SkillStatus.PLACE_FAILED, f"no free spot on {place}"
         # Try the best few spots until one has a free standing place within reach.
@@ -633,7 +638,8 @@ class PrivilegedSkills:
             except _Stop as stop:
                 if stop.status is not SkillStatus.UNREACHABLE or index == min(3, len(spots) - 1):
                     raise
-        region, point = (self._free_spots([region], obj, self._base()[:2]) or [(region, point)])[0]
+        if not onto_object:
+            region, point = (self._free_spots([region], obj, self._base()[:2]) or [(region, point)])[0]
         x, y, _ = self._base()
         yaw = math.atan2(point[1] - y, point[0] - x)
         level = self._reached_level(region.surface)
@@ -674,7 +680,7 @@ class PrivilegedSkills:
                 return []
             return [self._moved(region, state) for region in surfaces if region.receptacle == item.name]
         if not isinstance(item, Furniture):
-            return []
+            return self._object_region(place)
         own = [region for region in surfaces if region.furniture.name == item.name and region.surface.part is None]
         outside = [region for region in own if not region.surface.inside]
         if outside:
@@ -683,6 +689,19 @@ class PrivilegedSkills:
         if doors and not all(door.is_open for door in doors):
             return []
         return own
+
+    def _object_region(self, name: str) -> list[layout.WorldSurface]:
+        """An object used as the place ("put the banana in the bowl"): the top of its bounding box, a small region
+        around its centre, on the furniture it rests on. Empty when the object stands on no furniture."""
+        state = self._instance(name)
+        piece = self._furniture_of(state.name) if state.kind == "object" else None
+        if piece is None:
+            return []
+        top = state.pose.position[2] + state.size[2] / 2
+        half = (max(state.size[0] / 2 - 0.02, 0.01), max(state.size[1] / 2 - 0.02, 0.01))
+        surface = Surface(f"on_{state.name}", (0.0, 0.0, top), half, False, OBJECT_PLACE_CLEARANCE)
+        return [layout.WorldSurface(piece, surface, state.name, (state.pose.position[0], state.pose.position[1], top),
+                                    half, 0.0)]
 
     @staticmethod
     def _moved(region: layout.WorldSurface, state: ContainerState) -> layout.WorldSurface:
