@@ -43,6 +43,14 @@ class RunnerError(RuntimeError):
     """The benchmark could not run (bad selection, stack failure); the message says why."""
 
 
+class NodeDied(RunnerError):
+    """A node process of the stack exited during a run."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
 @dataclass(frozen=True)
 class RunnerConfig:
     """What `homiebot run` does.
@@ -240,7 +248,7 @@ class Stack:
                 executor.spin_once(timeout_sec=0.5)
                 ended = self.supervisor.exited()
                 if ended:
-                    raise RunnerError(self._death_message(ended[0].name, ended[0].returncode))
+                    raise NodeDied(ended[0].name, self._death_message(ended[0].name, ended[0].returncode))
                 if time.monotonic() > deadline:
                     cancel = handle.cancel_goal_async()
                     executor.spin_until_future_complete(cancel, timeout_sec=10.0)
@@ -286,6 +294,30 @@ class Stack:
             executor.shutdown()
             self.node.destroy_client(client)
 
+    def close_runs_after_death(self, died: str) -> bool:
+        """After a node died mid-run: have the evaluator score what it recorded of the run (a failed run).
+
+        Returns whether the evaluator could be asked (it cannot when it is the node that died).
+        """
+        from rclpy.executors import SingleThreadedExecutor
+        from std_srvs.srv import Trigger
+
+        if died.endswith(EVALUATOR_NODE):
+            return False
+        client = self.node.create_client(Trigger, f"/{EVALUATOR_NODE}/finish_runs")
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(self.node)
+        try:
+            if not client.wait_for_service(timeout_sec=5.0):
+                return False
+            future = client.call_async(Trigger.Request())
+            executor.spin_until_future_complete(future, timeout_sec=30.0)
+            return future.done()
+        finally:
+            executor.remove_node(self.node)
+            executor.shutdown()
+            self.node.destroy_client(client)
+
     def stop(self) -> None:
         """Stop the processes and the client context."""
         import rclpy
@@ -323,7 +355,8 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
     stacks = [Stack(config, domain, f"{index}:" if len(domains) > 1 else "", echo_nodes)
               for index, domain in enumerate(domains)]
 
-    def job(stack: Stack) -> None:
+    def job(index: int) -> None:
+        stack = stacks[index]
         try:
             stack.start(config.startup_timeout_s)
             while not errors:
@@ -331,7 +364,31 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
                     task_id, run_index = pairs.get_nowait()
                 except queue.Empty:
                     return
-                result = stack.run_task(task_id, run_index, config.max_steps, config.run_timeout_s)
+                ended = stack.supervisor.exited()
+                if ended:  # a node died after the previous run had already been answered
+                    if on_progress is not None:
+                        on_progress(progress, f"node {ended[0].name} died (status {ended[0].returncode}); "
+                                    "restarting the stack")
+                    stack.stop()
+                    stack = stacks[index] = Stack(config, stack.domain_id, stack.label, echo_nodes)
+                    stack.start(config.startup_timeout_s)
+                try:
+                    result = stack.run_task(task_id, run_index, config.max_steps, config.run_timeout_s)
+                except NodeDied as death:
+                    # The run is recorded as failed (what the evaluator has of it is scored), the stack restarts
+                    # and the remaining runs go on.
+                    recorded = stack.close_runs_after_death(death.name)
+                    with progress.lock:
+                        progress.done += 1
+                        progress.failed.append(f"task {task_id} run {run_index}: {death}")
+                    if on_progress is not None:
+                        on_progress(progress, f"task {task_id} run {run_index}: failed, node {death.name} died"
+                                    + ("" if recorded else " (nothing scored: the evaluator could not record it)")
+                                    + "; restarting the stack")
+                    stack.stop()
+                    stack = stacks[index] = Stack(config, stack.domain_id, stack.label, echo_nodes)
+                    stack.start(config.startup_timeout_s)
+                    continue
                 score = stack.wait_for_score(task_id, run_index, result.steps)
                 with progress.lock:
                     progress.done += 1
@@ -347,9 +404,9 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
         except BaseException as error:  # reported by the caller after every job has stopped
             errors.append(error)
         finally:
-            stack.stop()
+            stacks[index].stop()
 
-    threads = [threading.Thread(target=job, args=(stack,), daemon=True) for stack in stacks]
+    threads = [threading.Thread(target=job, args=(index,), daemon=True) for index in range(len(stacks))]
     for thread in threads:
         thread.start()
     try:

@@ -84,3 +84,41 @@ def test_unknown_task_is_a_one_line_usage_error(tmp_path):
     result = run_cli("--tasks", "7", "--out", str(tmp_path))
     assert result.returncode == 2
     assert "homiebot run: error: unknown task id(s) 7" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.ros
+def test_killing_the_executor_fails_that_run_and_the_rest_complete(tmp_path, ros_domain_id):
+    """The executor process is killed during task 92's run: that run is scored as failed, the stack restarts and
+    task 93 still completes."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    out = tmp_path / "exp"
+    runner = subprocess.Popen(["homiebot", "run", "--tasks", "92,93", "--runs", "1", "--planner", "expert",
+                               "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    trajectory = out / "92" / "1" / "trajectory.jsonl"
+    try:
+        deadline = time.monotonic() + 300
+        while not (trajectory.is_file() and trajectory.read_text().count("\n") >= 1):
+            assert time.monotonic() < deadline and runner.poll() is None, "task 92 never started"
+            time.sleep(0.02)
+        executors = [child for child in psutil.Process(runner.pid).children(recursive=True)
+                     if any("executor_node" in part for part in child.cmdline())]
+        assert len(executors) == 1
+        os.kill(executors[0].pid, signal.SIGKILL)
+        stdout, stderr = runner.communicate(timeout=400)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, stderr[-3000:]
+    text = " ".join(stderr.split())
+    # Whichever notices first, the runner (the process is gone) or the planner (/subtask went silent), the run is
+    # recorded as failed and the stack is restarted.
+    assert "node homiebot_executor died" in text
+    failed = json.loads((out / "92" / "1" / "score.json").read_text())
+    assert failed["success"] is False and failed["ended_with_end"] is False
+    completed = json.loads((out / "93" / "1" / "score.json").read_text())
+    assert completed["success"] is True and completed["task_progress"] == 1.0
