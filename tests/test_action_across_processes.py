@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,10 @@ def send_goal(node, context, subtask, inventory):
     result_future = goal_handle.get_result_async()
     executor.spin_until_future_complete(result_future, timeout_sec=10.0)
     assert result_future.done(), "no result within 10 s"
+    # Feedback travels on a topic, the result through a service: the last feedback may arrive after the result.
+    deadline = time.monotonic() + 5.0
+    while len(feedback) < 2 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.1)
     executor.remove_node(node)
     client.destroy()
     return feedback, result_future.result().result

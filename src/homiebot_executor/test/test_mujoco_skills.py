@@ -135,3 +135,27 @@ def test_put_into_a_bowl_on_a_table(backend):
     banana, bowl = backend.object_states(["banana_0"])[0], backend.object_states(["bowl_0"])[0]
     assert math.dist(banana.pose.position, bowl.pose.position) < 0.5
     assert inventory == ()
+
+
+def test_pick_a_bowl_from_a_drawer_of_the_test_91_kitchen(backend):
+    """Task 91's expert path: the bowl lies in kitchen_drawer_2, the only drawer holding anything, so the bare
+    "drawer" of the keypath means that one (naming.py); opened, the bowl is picked and put into the sink (part of the
+    counter)."""
+    from pathlib import Path
+
+    from habitat_bridge.scene_spec import load_scene_spec
+
+    backend.reset(load_scene_spec(Path(__file__).resolve().parents[3] / "data" / "test" / "91" / "scene.json"))
+    executor, _ = executor_for(backend)
+    inventory: tuple[str, ...] = ()
+    for action, target, place in (("Go to", "drawer", ""), ("Open", "drawer", ""), ("Pick", "bowl", ""),
+                                  ("Put", "bowl", "sink")):
+        result = do(executor, action, target, place, inventory)
+        assert result.success, f"[{action}, {target}] failed: {result.code} {result.detail}"
+        inventory = result.inventory
+        if action == "Pick":
+            assert inventory == ("bowl",)
+    assert inventory == ()
+    assert [part.name for part in backend.container_states() if part.is_open] == ["kitchen_drawer_2"]
+    bowl = backend.object_states(["bowl_0"])[0]
+    assert bowl.receptacle == "kitchen_counter_0" and not bowl.inside
