@@ -33,18 +33,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-import rclpy
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
 
 from homiebot_executor import messages
+from homiebot_executor.node_main import spin_node
 from homiebot_executor.checks import CheckConfig, SubtaskRequest
 from homiebot_executor.execution import ExecutionConfig
 from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport, subtask_text
@@ -319,26 +319,7 @@ class ExecutorNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of `executor_node`."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ExecutorNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        print(READY_LINE, flush=True)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as error:  # a bad parameter: one line, no traceback
-        print(f"executor_node: error: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
-
+    return spin_node("executor_node", ExecutorNode, lambda: MultiThreadedExecutor(num_threads=4), READY_LINE, args)
 
 if __name__ == "__main__":
     sys.exit(main())

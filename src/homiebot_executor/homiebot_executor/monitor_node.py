@@ -28,17 +28,17 @@ import sys
 import threading
 from typing import Any
 
-import rclpy
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from emmoe_interfaces.action import ExecuteSubtask
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
 
 from homiebot_executor import messages
+from homiebot_executor.node_main import spin_node
 from homiebot_executor.checks import CheckConfig, SubtaskRequest
 from homiebot_executor.executor_node import CHECK_SERVICE, ERRORS_TOPIC, QUERY_SERVICE
 from homiebot_executor.monitor import ErrorMonitor, ErrorReport, ExecutionWatcher, Incident, subtask_text
@@ -201,26 +201,7 @@ class MonitorNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of `monitor_node`."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = MonitorNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        print(READY_LINE, flush=True)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as error:
-        print(f"monitor_node: error: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
-
+    return spin_node("monitor_node", MonitorNode, SingleThreadedExecutor, READY_LINE, args)
 
 if __name__ == "__main__":
     sys.exit(main())
