@@ -11,25 +11,25 @@ Fixtures:
 - `ros_node_factory`: creates nodes in `ros_context` and destroys them afterwards.
 - `ros_process`: starts a Python module or script as a separate process in the test's domain, waits for a
   readiness line on its output, and terminates it afterwards (its output is shown when the test fails).
+- `openai_stub`: a stub OpenAI-compatible chat-completions server on 127.0.0.1 (random port).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import random
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent
-# Linux DDS domain ids whose port ranges are valid (0 is everyone's default, so it is never drawn).
-_DOMAIN_IDS = list(range(1, 102)) + list(range(215, 233))
 _REQUIRED_RANGE = "LOCALHOST"
 
 
@@ -71,12 +71,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def ros_domain_id(monkeypatch: pytest.MonkeyPatch) -> int:
-    """A random ROS_DOMAIN_ID for this test, exported so that child processes join the same domain."""
+def ros_domain_id(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A random ROS_DOMAIN_ID for this test, held for the test so that no other test or stack on this machine uses
+    it at the same time, and exported so that child processes join the same domain."""
+    from emmoe_eval.ros_domains import lease_domain
+
     require_localhost_discovery()
-    domain_id = random.SystemRandom().choice(_DOMAIN_IDS)
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain_id))
-    return domain_id
+    with lease_domain() as lease:
+        monkeypatch.setenv("ROS_DOMAIN_ID", str(lease.domain_id))
+        yield lease.domain_id
 
 
 @pytest.fixture
@@ -190,6 +193,80 @@ def ros_process(ros_domain_id: int, request: pytest.FixtureRequest) -> Iterator[
     if report is not None and report.failed:
         for process in processes:
             print(f"--- output of {process.argv}:\n{process.output()}")
+
+
+# What the stub server answers when nothing else is scripted.
+STUB_ANSWER = "Analysis: the fridge is ahead.\nSubtask: [Go to, fridge]\nModel: NoMaD"
+
+
+class OpenAIStub:
+    """A minimal chat-completions server on 127.0.0.1: records requests, can fail or stall first.
+
+    Attributes:
+        requests, headers: every request body and its headers (lower-cased names), in order.
+        failures: HTTP codes to answer with, one per request, before succeeding.
+        stall_s: seconds to wait before answering each request.
+        answers: contents to answer with, in order; then `default_answer`.
+        url: the API root (`http://127.0.0.1:<port>/v1`).
+    """
+
+    def __init__(self, default_answer: str = STUB_ANSWER) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.failures: list[int] = []
+        self.stall_s = 0.0
+        self.answers: list[str] = []
+        self.default_answer = default_answer
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append(body)
+                stub.headers.append({key.lower(): value for key, value in self.headers.items()})
+                if stub.stall_s:
+                    time.sleep(stub.stall_s)
+                if self.path != "/v1/chat/completions":
+                    return self._reply(404, {"error": {"message": f"no route {self.path}"}})
+                if stub.failures:
+                    code = stub.failures.pop(0)
+                    return self._reply(code, {"error": {"message": f"stub failure {code}", "type": "stub"}})
+                content = stub.answers.pop(0) if stub.answers else stub.default_answer
+                self._reply(200, {
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                })
+
+            def _reply(self, code: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def openai_stub() -> Iterator[OpenAIStub]:
+    """A stub OpenAI-compatible server on 127.0.0.1 (random port); `openai_stub.url` is its API root."""
+    server = OpenAIStub()
+    yield server
+    server.close()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

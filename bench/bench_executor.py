@@ -50,7 +50,7 @@ def skill_trials(seeds: list[int], episodes: int) -> dict[str, Any]:
     from habitat_bridge.scene_spec import Articulation
 
     from homiebot_executor.execution import run_attempts
-    from homiebot_executor.policies.privileged import PrivilegedSkills
+    from homiebot_executor.policies.m3 import PrivilegedSkills
     from homiebot_executor.skills import SkillGoal
 
     backend = MujocoBackend()
@@ -142,7 +142,7 @@ def across_apartment(seeds: list[int]) -> dict[str, Any]:
     from habitat_bridge import apartment
     from habitat_bridge.backends.mujoco_backend import MujocoBackend
 
-    from homiebot_executor.policies.privileged import PrivilegedSkills
+    from homiebot_executor.policies.m3 import PrivilegedSkills
     from homiebot_executor.skills import SkillGoal
 
     backend = MujocoBackend()
@@ -167,10 +167,10 @@ def across_apartment(seeds: list[int]) -> dict[str, Any]:
 def round_trip(count: int) -> dict[str, Any]:
     """/subtask round trips without skill simulation, each node in its own process as deployed.
 
-    The scene comes from homiebot_executor.static_scene and the skill server answers at once (an instant scripted
-    policy), so what is measured is the executor's own overhead: goal and result transport, the scene queries,
-    the checks, routing and the skill action hop. Cases: End (no scene query), an F2 check failure (one query), and
-    a successful Pick (two queries, one skill action round trip).
+    The scene comes from the test stand-in src/homiebot_executor/test/static_scene.py and the skill server answers
+    at once (an instant scripted policy), so what is measured is the executor's own overhead: goal and result
+    transport, the scene queries, the checks, routing and the skill action hop. Cases: End (no scene query), an F2
+    check failure (one query), and a successful Pick (two queries, one skill action round trip).
     """
     import os
     import subprocess
@@ -183,9 +183,10 @@ def round_trip(count: int) -> dict[str, Any]:
     from rclpy.executors import SingleThreadedExecutor
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))  # Linux-valid DDS domain ids
-    children = [subprocess.Popen([sys.executable, "-m", module], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    static_scene = Path(__file__).resolve().parents[1] / "src" / "homiebot_executor" / "test" / "static_scene.py"
+    children = [subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True)
-                for module in ("homiebot_executor.static_scene", "homiebot_executor.executor_node")]
+                for command in ((str(static_scene),), ("-m", "homiebot_executor.executor_node"))]
     children.append(subprocess.Popen([sys.executable, "-c", INSTANT_SKILLS], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True))
     for child in children:

@@ -1,12 +1,18 @@
-"""Benchmark: planner overhead (prompt building + parsing, goal < 1 ms) and SmolLM2 per-step latency on CPU, plus
-the parse / valid / sensible rates of the untuned SmolLM2 on hand-made states (zero-shot, with the in-context
-example, and constrained).
+"""Benchmark: planner overhead (prompt building + parsing, goal < 1 ms), SmolLM2 per-step latency on CPU (the old
+generate() path against the fast path, prefix cache + trie walk, in the same process on the same states), the
+planner's memory over many consecutive steps, dtype and thread variants, plus the parse / valid / sensible rates of
+the untuned SmolLM2 on hand-made states (zero-shot, with the in-context example, and constrained).
 
     python bench/bench_planner.py [--threads 2] [--overhead-steps 2000] [--states 10] [--max-new-tokens 96] [--seed 0]
-                                  [--skip-smollm2]
+                                  [--repeats 3] [--rss-steps 300] [--dtypes float32,bfloat16,int8] [--thread-counts 1,2]
+                                  [--skip-rates] [--skip-smollm2]
 
 Prints the figures and writes bench/results/planner.json. "sensible" means the subtask (action and targets, names
 compared through the alias table) is one a human annotator accepts for the state; the states are listed in STATES.
+Old and new path are timed alternately on each state with greedy decoding (temperature 0), after one untimed
+warm-up step each, `--repeats` times (the fastest of each counts, as other processes only add time); "identical"
+compares all their raw answers. Absolute timings depend on what else runs on the machine (the load averages are
+printed); the old/new ratio is measured in one process and is the steadier figure.
 """
 
 from __future__ import annotations
@@ -146,7 +152,6 @@ class GenerationMeter:
 
     def __init__(self, model: Any) -> None:
         self.tokens = 0
-        self.prompt_tokens: list[int] = []
         self.seconds = 0.0
         self._generate = model.generate
         model.generate = self
@@ -156,7 +161,6 @@ class GenerationMeter:
         output = self._generate(**kwargs)
         self.seconds += time.perf_counter() - started
         prompt = kwargs["input_ids"].shape[1]
-        self.prompt_tokens.append(prompt)
         sequences = getattr(output, "sequences", output)  # generate returns a dict when asked for the cache
         self.tokens += sequences.shape[1] - prompt
         return output
@@ -177,26 +181,137 @@ def decode_rate(backend: Any, new_tokens: int = 32, repeats: int = 3) -> float:
     return round(statistics.median(rates), 1)
 
 
-def smollm2_figures(threads: int, states: int, max_new_tokens: int, seed: int) -> dict[str, Any]:
-    """Load time, per-step latency and rates of SmolLM2 under the three settings."""
+# Greedy constrained steps with the in-context example: the setting old and new path are compared in.
+GREEDY = PlannerConfig(in_context_example=True, max_samples=1, temperature=0.0)
+DTYPES = ("float32", "bfloat16", "int8")
+
+
+def greedy_step(backend: Any, state: State, prefix_cache: bool) -> tuple[float, str]:
+    """(planning seconds, raw answer) of one greedy constrained step on `state`, old path or fast path."""
+    backend.config = replace(backend.config, constrained=True, prefix_cache=prefix_cache)
+    decision = prepared_planner(backend, state, GREEDY).decide(Observation(visible=state.visible))
+    return decision.planning_seconds, decision.raw_output
+
+
+def path_comparison(backend: Any, states: tuple[State, ...], repeats: int) -> dict[str, Any]:
+    """Old path against fast path on every state, alternately `repeats` times (each path's fastest repetition counts:
+    other processes only ever add time), plus the fast path once more on the same prompt (what a re-sample costs)."""
+    greedy_step(backend, states[-1], False)
+    greedy_step(backend, states[-1], True)
+    rows = []
+    for state in states:
+        old_times, new_times, again_times, outputs = [], [], [], set()
+        for _ in range(repeats):
+            for times, prefix_cache in ((old_times, False), (new_times, True), (again_times, True)):
+                seconds, output = greedy_step(backend, state, prefix_cache)
+                times.append(seconds)
+                outputs.add(output)
+        rows.append({"state": state.name, "old_s": round(min(old_times), 3), "new_s": round(min(new_times), 3),
+                     "resample_s": round(min(again_times), 3), "identical": len(outputs) == 1,
+                     "new_output": output})
+    old = statistics.median(row["old_s"] for row in rows)
+    new = statistics.median(row["new_s"] for row in rows)
+    return {"repeats": repeats, "old_step_median_s": round(old, 3), "new_step_median_s": round(new, 3),
+            "ratio": round(old / new, 2),
+            "resample_median_s": round(statistics.median(row["resample_s"] for row in rows), 3),
+            "identical_on_every_state": all(row["identical"] for row in rows), "rows": rows}
+
+
+def rss_mb() -> float:
+    """This process's resident memory in MB (Linux)."""
+    for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def rss_figures(backend: Any, steps: int, seed: int) -> dict[str, Any]:
+    """Resident memory over consecutive fast-path steps at the node's default temperature, cycling the states."""
     import torch
 
-    from homiebot_planner.backends.smollm2 import SmolLM2Backend, SmolLM2Config
+    torch.manual_seed(seed)
+    backend.config = replace(backend.config, constrained=True, prefix_cache=True)
+    config = replace(GREEDY, temperature=0.2)
+    samples, seconds = [], []
+    for step in range(steps):
+        state = STATES[step % len(STATES)]
+        seconds.append(prepared_planner(backend, state, config).decide(Observation(visible=state.visible))
+                       .planning_seconds)
+        samples.append(rss_mb())
+    settled = samples[min(len(samples) - 1, len(STATES) - 1)]  # after one pass over the states
+    return {"steps": steps, "step_median_s": round(statistics.median(seconds), 3),
+            "rss_mb_first": round(samples[0], 1), "rss_mb_after_one_pass": round(settled, 1),
+            "rss_mb_last": round(samples[-1], 1), "rss_mb_max": round(max(samples), 1),
+            "growth_after_one_pass_mb": round(samples[-1] - settled, 1)}
 
-    started = time.perf_counter()
-    backend = SmolLM2Backend(SmolLM2Config(num_threads=threads))
-    load_seconds = time.perf_counter() - started
+
+def model_variant(model: Any, dtype: str) -> Any:
+    """A copy of a float32 model in bfloat16, or with int8 dynamic quantization of its linear layers."""
+    import copy
+    import warnings
+
+    import torch
+
+    variant = copy.deepcopy(model)
+    if dtype == "bfloat16":
+        return variant.to(torch.bfloat16)
+    if dtype == "int8":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao's eager quantization warns that it is deprecated
+            return torch.ao.quantization.quantize_dynamic(variant, {torch.nn.Linear}, dtype=torch.qint8)
+    return variant
+
+
+def dtype_figures(backend: Any, states: tuple[State, ...], dtypes: list[str],
+                  reference: dict[str, Any]) -> dict[str, Any]:
+    """Fast-path latency and decisions per dtype, against the float32 fast path of `path_comparison`."""
+    from homiebot_planner.backends.hf import HFBackend, LoadedModel
+
+    figures: dict[str, Any] = {}
+    expected = {row["state"]: row["new_output"] for row in reference["rows"]}
+    for dtype in dtypes:
+        if dtype == "float32":
+            figures[dtype] = {"step_median_s": reference["new_step_median_s"], "identical_to_float32": True}
+            continue
+        loaded = LoadedModel(model_variant(backend.loaded.model, dtype), backend.loaded.tokenizer, None)
+        variant = HFBackend(replace(backend.config, prefix_cache=True), loaded=loaded)
+        greedy_step(variant, states[-1], True)
+        rows = [(state.name, *greedy_step(variant, state, True)) for state in states]
+        differing = [name for name, _, output in rows if output != expected[name]]
+        figures[dtype] = {"step_median_s": round(statistics.median(seconds for _, seconds, _ in rows), 3),
+                          "identical_to_float32": not differing, "differing_states": differing}
+        del variant, loaded
+    return figures
+
+
+def thread_figures(backend: Any, states: tuple[State, ...], counts: list[int]) -> dict[int, float]:
+    """Fast-path median step per torch intra-op thread count."""
+    import torch
+
+    before = torch.get_num_threads()
+    medians = {}
+    for count in counts:
+        torch.set_num_threads(count)
+        greedy_step(backend, states[-1], True)
+        medians[count] = round(statistics.median(greedy_step(backend, state, True)[0] for state in states), 3)
+    torch.set_num_threads(before)
+    return medians
+
+
+def rate_figures(backend: Any, states: int, max_new_tokens: int, seed: int) -> dict[str, Any]:
+    """Parse / valid / sensible rates and latency of SmolLM2 under the three settings (the default, fast path)."""
+    import torch
+
     meter = GenerationMeter(backend.loaded.model)
     settings = {
         "zero-shot": (False, False),
         "in-context example": (True, False),
         "constrained (with example)": (True, True),
     }
-    figures: dict[str, Any] = {"load_seconds": round(load_seconds, 2), "threads": threads,
-                               "decode_tokens_per_s": decode_rate(backend), "settings": {}}
+    figures: dict[str, Any] = {}
     for label, (example, constrained) in settings.items():
         torch.manual_seed(seed)  # temperature 0.2 samples: the same seed makes the figures repeatable
-        backend.config = replace(backend.config, constrained=constrained)
+        backend.config = replace(backend.config, constrained=constrained, prefix_cache=True)
         config = PlannerConfig(in_context_example=example, max_samples=1, max_new_tokens=max_new_tokens)
         rows: list[dict[str, Any]] = []
         step_seconds = []
@@ -210,7 +325,7 @@ def smollm2_figures(threads: int, states: int, max_new_tokens: int, seed: int) -
                          "sensible": parsed is not None and accepted(state, parsed.subtask),
                          "subtask": str(parsed.subtask) if parsed else None, "raw_output": decision.raw_output})
         count = len(rows)
-        figures["settings"][label] = {
+        figures[label] = {
             "states": count,
             "parse_rate": sum(row["parsed"] for row in rows) / count,
             "valid_rate": sum(row["valid"] for row in rows) / count,
@@ -218,13 +333,68 @@ def smollm2_figures(threads: int, states: int, max_new_tokens: int, seed: int) -
             "actions": dict(Counter(row["subtask"].split(",")[0].strip("[]") if row["subtask"] else "unparsed"
                                     for row in rows)),
             "step_median_s": round(statistics.median(step_seconds), 2),
-            # New tokens over the whole generate time, prompt encoding included.
-            "tokens_per_s": round(meter.tokens / meter.seconds, 1) if meter.seconds else 0.0,
-            "new_tokens_per_step": round(meter.tokens / count, 1),
+            # New tokens over the whole generate time, prompt encoding included (constrained answers do not call
+            # generate(): none counted).
+            "tokens_per_s": round(meter.tokens / meter.seconds, 1) if meter.seconds else None,
             "rows": rows,
         }
-    figures["prompt_tokens_median"] = statistics.median(meter.prompt_tokens) if meter.prompt_tokens else 0
     return figures
+
+
+def smollm2_figures(args: argparse.Namespace) -> dict[str, Any]:
+    """Load time, old/new path, memory, dtype and thread variants and rates of SmolLM2."""
+    from homiebot_planner.backends.smollm2 import SmolLM2Backend, SmolLM2Config
+
+    states = STATES[:min(args.states, len(STATES))]
+    started = time.perf_counter()
+    backend = SmolLM2Backend(SmolLM2Config(num_threads=args.threads))
+    figures: dict[str, Any] = {"load_seconds": round(time.perf_counter() - started, 2), "threads": args.threads,
+                               "decode_tokens_per_s": decode_rate(backend)}
+    figures["paths"] = path_comparison(backend, states, args.repeats)
+    figures["prefix_tokens"] = {"reused": backend.fast.prefix.reused_tokens,
+                                "encoded": backend.fast.prefix.encoded_tokens}
+    if args.rss_steps:
+        figures["rss"] = rss_figures(backend, args.rss_steps, args.seed)
+    dtypes = [name for name in args.dtypes.split(",") if name]
+    figures["dtypes"] = dtype_figures(backend, states, dtypes, figures["paths"])
+    counts = [int(count) for count in args.thread_counts.split(",") if count]
+    figures["thread_counts"] = thread_figures(backend, states, counts)
+    if not args.skip_rates:
+        figures["settings"] = rate_figures(backend, len(states), args.max_new_tokens, args.seed)
+    return figures
+
+
+def print_smollm2(figures: dict[str, Any], threads: int) -> None:
+    """The SmolLM2 figures, one line each."""
+    paths = figures["paths"]
+    print(f"SmolLM2-135M-Instruct (transformers fp32, {threads} threads): load {figures['load_seconds']} s, pure "
+          f"decoding {figures['decode_tokens_per_s']} tokens/s")
+    print(f"  greedy constrained step, {len(paths['rows'])} states: old path median "
+          f"{paths['old_step_median_s']:.3f} s, "
+          f"fast path {paths['new_step_median_s']:.3f} s (ratio {paths['ratio']:.2f}x; a re-sample "
+          f"{paths['resample_median_s']:.3f} s); identical decisions on every state: "
+          f"{paths['identical_on_every_state']}")
+    for row in paths["rows"]:
+        print(f"    {row['state']:28s} old {row['old_s']:6.3f} s  new {row['new_s']:6.3f} s  "
+              f"re-sample {row['resample_s']:6.3f} s  identical {row['identical']}")
+    print(f"  prompt tokens taken from the prefix cache {figures['prefix_tokens']['reused']}, encoded "
+          f"{figures['prefix_tokens']['encoded']}")
+    if "rss" in figures:
+        rss = figures["rss"]
+        print(f"  RSS over {rss['steps']} consecutive steps (temperature 0.2, median step {rss['step_median_s']} s): "
+              f"first {rss['rss_mb_first']} MB, after one pass over the states {rss['rss_mb_after_one_pass']} MB, "
+              f"last {rss['rss_mb_last']} MB, max {rss['rss_mb_max']} MB "
+              f"(growth after one pass {rss['growth_after_one_pass_mb']} MB)")
+    for dtype, row in figures["dtypes"].items():
+        print(f"  fast path in {dtype:9s} median {row['step_median_s']:.3f} s, identical to float32: "
+              f"{row['identical_to_float32']} {row.get('differing_states') or ''}")
+    for count, median in figures["thread_counts"].items():
+        print(f"  fast path with {count} torch thread(s): median {median:.3f} s")
+    for label, row in figures.get("settings", {}).items():
+        rate = f"{row['tokens_per_s']:5.1f} tokens/s" if row["tokens_per_s"] else "  (no generate)"
+        print(f"  {label:28s} step median {row['step_median_s']:5.2f} s  {rate}  parse {row['parse_rate']:4.0%}  "
+              f"valid {row['valid_rate']:4.0%}  sensible {row['sensible_rate']:4.0%}"
+              f"  ({row['states']} states; actions {row['actions']})")
 
 
 def main() -> int:
@@ -234,9 +404,17 @@ def main() -> int:
     parser.add_argument("--overhead-steps", type=int, default=2000, help="repetitions of the overhead measurement")
     parser.add_argument("--states", type=int, default=len(STATES), help="hand-made states to run (max 10)")
     parser.add_argument("--max-new-tokens", type=int, default=96, help="cap on tokens of unconstrained samples")
-    parser.add_argument("--seed", type=int, default=0, help="torch seed set before each setting")
+    parser.add_argument("--seed", type=int, default=0, help="torch seed set before each sampling measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repetitions of each path per state")
+    parser.add_argument("--rss-steps", type=int, default=300, help="consecutive steps of the memory figure (0: skip)")
+    parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated: float32, bfloat16, int8")
+    parser.add_argument("--thread-counts", default="1,2", help="comma-separated torch thread counts to time")
+    parser.add_argument("--skip-rates", action="store_true", help="skip the parse/valid/sensible rates")
     parser.add_argument("--skip-smollm2", action="store_true", help="only measure the overhead")
     args = parser.parse_args()
+    unknown = sorted(set(args.dtypes.split(",")) - set(DTYPES) - {""})
+    if unknown:
+        parser.error(f"unknown dtype(s) {', '.join(unknown)}; choose from {', '.join(DTYPES)}")
 
     results: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
                                "python": platform.python_version(), "cpus": os.cpu_count(),
@@ -245,16 +423,8 @@ def main() -> int:
     print("prompt building + parsing per step: median {decide_median_ms:.3f} ms (user message "
           "{user_message_median_ms:.3f} ms, parse {parse_median_ms:.4f} ms); goal < 1 ms".format(**results["overhead"]))
     if not args.skip_smollm2:
-        results["smollm2"] = figures = smollm2_figures(args.threads, min(args.states, len(STATES)),
-                                                       args.max_new_tokens, args.seed)
-        print(f"SmolLM2-135M-Instruct (transformers fp32, {args.threads} threads): load {figures['load_seconds']} s, "
-              f"median prompt {figures['prompt_tokens_median']} tokens, pure decoding "
-              f"{figures['decode_tokens_per_s']} tokens/s; per setting, tokens/s counts prompt encoding in")
-        for label, row in figures["settings"].items():
-            print(f"  {label:28s} step median {row['step_median_s']:5.2f} s  {row['tokens_per_s']:5.1f} tokens/s  "
-                  f"parse {row['parse_rate']:4.0%}  valid {row['valid_rate']:4.0%}  "
-                  f"sensible {row['sensible_rate']:4.0%}"
-                  f"  ({row['states']} states; actions {row['actions']})")
+        results["smollm2"] = smollm2_figures(args)
+        print_smollm2(results["smollm2"], args.threads)
     results["load_average_after"] = os.getloadavg()[0]
     print(f"1-minute load average before/after: {results['load_average_before']:.1f} / "
           f"{results['load_average_after']:.1f} on {results['cpus']} CPUs (other processes slow the figures down)")

@@ -21,11 +21,12 @@ setup(
     zip_safe=True,
     maintainer="HomieBot developers",
     maintainer_email="maintainers@homiebot.dev",
-    description="HomieBot bringup: launch files, parameter files and the homiebot command-line tool (doctor, run, up, send-subtask, data, train).",
+    description="HomieBot bringup: launch files, parameter files, the composed simulation stack and the homiebot command-line tool (doctor, run, up, send-subtask, execute, data, train).",
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "homiebot = homiebot.cli:main"
+            "homiebot = homiebot.cli:main",
+            "sim_stack = homiebot.sim_stack:main",
         ],
     },
 )

@@ -22,8 +22,6 @@ setup(
         "console_scripts": [
             "executor_node = homiebot_executor.executor_node:main",
             "monitor_node = homiebot_executor.monitor_node:main",
-            "sim_stack = homiebot_executor.sim_stack:main",
-            "static_scene = homiebot_executor.static_scene:main",
             "reference_policy_server = homiebot_executor.remote.server:main",
         ],
     },

@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from emmoe_eval.records import RunInfo, run_info_from_record, step_from_record
+from emmoe_eval import topics
+from emmoe_eval.records import RunInfo, end_reason_of, is_end_marker, run_info_from_record, step_from_record
 from emmoe_eval.runs import Run, Step
 
-STEPS_TOPIC = "/emmoe/steps"
+STEPS_TOPIC = topics.STEPS_TOPIC
 STEP_RECORD_TYPE = "emmoe_interfaces/msg/StepRecord"
 STORAGES: tuple[str, ...] = ("mcap", "sqlite3")
 
@@ -63,6 +64,29 @@ def typestore() -> Any:
     return store
 
 
+def _header(stamp_ns: int) -> Any:
+    types = typestore().types
+    stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
+    return types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
+
+
+def serialize_record(record: Any) -> bytes:
+    """The CDR bytes of a rosbags StepRecord."""
+    return bytes(typestore().serialize_cdr(record, STEP_RECORD_TYPE))
+
+
+def end_marker_record(info: RunInfo, step: int, end_reason: str, error_msg: str = "", stamp_ns: int = 0) -> Any:
+    """A run-end marker StepRecord (rosbags dataclass): no subtask, the run's end reason."""
+    types = typestore().types
+    return types[STEP_RECORD_TYPE](
+        header=_header(stamp_ns), episode_id=info.episode_id, instruction=info.instruction, run_index=info.run_index,
+        step=step, planner=info.planner, observation_mode=info.observation_mode, raw_output="", analysis="",
+        subtask=types["emmoe_interfaces/msg/Subtask"](action="", target="", place="", model=""),
+        inventory_before=[], inventory_after=[], success=False, error_code=0, error_type="", feedback="",
+        error_msg=error_msg, target_instance="", target_canonical="", place_instance="", place_canonical="",
+        end_reason=end_reason, planning_seconds=0.0, execution_seconds=0.0, views=[])
+
+
 def record_from_step(step: Step, info: RunInfo, views: Sequence[np.ndarray] = (),
                      stamp_ns: int = 0, inventory_before: Sequence[str] = ()) -> Any:
     """A StepRecord (rosbags dataclass) for a trajectory step: the inverse of `records.step_from_record`.
@@ -74,10 +98,8 @@ def record_from_step(step: Step, info: RunInfo, views: Sequence[np.ndarray] = ()
         stamp_ns: header stamp.
         inventory_before: held objects before the step.
     """
-    store = typestore()
-    types = store.types
-    stamp = types["builtin_interfaces/msg/Time"](sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
-    header = types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
+    types = typestore().types
+    header = _header(stamp_ns)
     images = []
     for view in views:
         pixels = np.ascontiguousarray(view, dtype=np.uint8)
@@ -93,7 +115,9 @@ def record_from_step(step: Step, info: RunInfo, views: Sequence[np.ndarray] = ()
         subtask=types["emmoe_interfaces/msg/Subtask"](action=step.action, target=step.target, place=step.place,
                                                       model=step.model),
         inventory_before=list(inventory_before), inventory_after=list(step.inventory or ()), success=step.success,
-        error_code=0, error_type=step.error_type or "", feedback=step.feedback or "",
+        error_code=0, error_type=step.error_type or "", feedback=step.feedback or "", error_msg="",
+        target_instance=step.target_instance, target_canonical=step.target_canonical,
+        place_instance=step.place_instance, place_canonical=step.place_canonical, end_reason=step.end_reason or "",
         planning_seconds=float(extra.get("planning_seconds", 0.0)),
         execution_seconds=float(extra.get("execution_seconds", 0.0)), views=images)
 
@@ -179,6 +203,7 @@ def read_bag_runs(paths: Sequence[Path | str], topic: str = STEPS_TOPIC) -> BagR
     store = typestore()
     found = BagRuns()
     steps: dict[tuple[str, int], list[Step]] = {}
+    ends: dict[tuple[str, int], tuple[str, str]] = {}
     sources: dict[tuple[str, int], Path] = {}
     damaged: set[tuple[str, int]] = set()
     for raw_path in paths:
@@ -193,22 +218,29 @@ def read_bag_runs(paths: Sequence[Path | str], topic: str = STEPS_TOPIC) -> BagR
                 for connection, _, data in reader.messages(connections=connections):
                     record = reader.deserialize(data, connection.msgtype)
                     info = run_info_from_record(record)
-                    step = step_from_record(record)
                     run_steps = steps.setdefault(info.key, [])
+                    touched.add(info.key)
+                    found.infos[info.key] = info
+                    sources[info.key] = path
+                    if end_reason_of(record) is not None:
+                        ends[info.key] = (end_reason_of(record) or "", getattr(record, "error_msg", ""))
+                    if is_end_marker(record):
+                        continue
+                    step = step_from_record(record)
                     if step.step == 1 and run_steps:
                         found.problems.append(f"{path}: episode {info.episode_id} run {info.run_index} starts again; "
                                               f"its earlier {len(run_steps)} step(s) are dropped")
                         run_steps.clear()
+                        ends.pop(info.key, None)
                     run_steps.append(step)
-                    touched.add(info.key)
-                    found.infos[info.key] = info
-                    sources[info.key] = path
         except Exception as error:  # rosbags raises many types for damaged files: report them, never crash
             found.problems.append(f"{path}: cannot read the bag ({type(error).__name__}: {error}); "
                                   + (f"{len(touched)} run(s) read in part are scored as failed" if touched else "skipped"))
             damaged |= touched
     for key, run_steps in steps.items():
-        run = Run(task_id=key[0], run_id=str(key[1]), steps=run_steps, source=sources[key], corrupt=key in damaged)
+        end_reason, error_msg = ends.get(key, (None, ""))
+        run = Run(task_id=key[0], run_id=str(key[1]), steps=run_steps, source=sources[key], corrupt=key in damaged,
+                  end_reason=end_reason, error_msg=error_msg)
         for previous, current in zip(run_steps, run_steps[1:]):
             if current.step != previous.step + 1:
                 run.problems.append(f"{sources[key]}: episode {key[0]} run {key[1]}: step {current.step} follows "

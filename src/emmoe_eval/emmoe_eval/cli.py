@@ -1,6 +1,6 @@
 """`emmoe-eval`: score EMMOE runs, write reports, score rosbags.
 
-    emmoe-eval score --data DATA_DIR --runs EXP_DIR [--split train|test|all] [--compat official] [--json]
+    emmoe-eval score --data DATA_DIR --runs EXP_DIR [--split train|test|all] [--compat official] [--srr-run N] [--json]
     emmoe-eval report EXP_DIR... --data DATA_DIR --out report/
     emmoe-eval score-bag BAG... --data DATA_DIR [--json]
 
@@ -40,6 +40,12 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
                         help="alias table in the name_dict.txt format (default: the shipped copy)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--srr-run", default=None, metavar="N",
+                        help="compute SRR on run index N only, as srr.ipynb does for its `round` (default: all runs "
+                             "pooled; SRR_by_run always lists each index)")
+    parser.add_argument("--include-infrastructure-failures", action="store_true",
+                        help="score runs that ended with reason 'error' (infrastructure faults) as failed runs "
+                             "instead of leaving them out")
     parser.add_argument("--verbose", action="store_true", help="print every warning, not only the first 20")
 
 
@@ -81,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `emmoe-eval`; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        status: int = args.handler(args)
+        return status
     except USER_ERRORS as error:
         print(f"emmoe-eval: error: {error}", file=sys.stderr)
         return 2
@@ -95,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def selected_split(args: argparse.Namespace) -> str:
     """The split to evaluate: the explicit --split, else train under --compat official (quirk 4), else all."""
     if args.split is not None:
-        return args.split
+        split: str = args.split
+        return split
     return "train" if args.compat == "official" else "all"
 
 
@@ -105,7 +113,9 @@ def _score_runs(runs: list[Run], args: argparse.Namespace) -> Evaluation:
     every_task = load_tasks(args.data, "all")
     wanted = set(split_names(split))
     tasks: dict[str, Task] = {task_id: task for task_id, task in every_task.items() if task.split in wanted}
-    config = ScoringConfig(compat=args.compat, bootstrap_resamples=args.resamples, seed=args.seed)
+    config = ScoringConfig(compat=args.compat, bootstrap_resamples=args.resamples, seed=args.seed,
+                           srr_run=args.srr_run,
+                           include_infrastructure_failures=args.include_infrastructure_failures)
     unknown = [run for run in runs if run.task_id not in every_task]
     evaluation = evaluate([run for run in runs if run.task_id in tasks], tasks, config,
                           attributes=load_task_attributes(args.attributes),
@@ -176,6 +186,10 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
 
 
+def _range(bounds: list[float] | None) -> str:
+    return "-" if bounds is None else f"{_percent(bounds[0])}-{_percent(bounds[1])}"
+
+
 def format_text(summary: dict[str, Any]) -> str:
     """The paper-style tables (percent) of a score summary."""
     lines = [f"EMMOE scores: {summary['runs']} runs of {summary['tasks']} tasks "
@@ -188,15 +202,28 @@ def format_text(summary: dict[str, Any]) -> str:
         lines.append(f"  {level}% bootstrap CI over tasks ({intervals['resamples']} resamples): "
                      f"SR {_percent(intervals['SR'][0])}-{_percent(intervals['SR'][1])}, "
                      f"TP {_percent(intervals['TP'][0])}-{_percent(intervals['TP'][1])}")
+    by_run = summary.get("SRR_by_run") or {}
+    if by_run:
+        scope = f"run {summary['srr_run']} only" if summary.get("srr_run") else "all runs pooled"
+        lines.append("  SRR by run index: " + ", ".join(f"{run}: {_percent(value)}" for run, value in by_run.items())
+                     + f" (headline: {scope})")
     if summary["corrupt_runs"]:
         lines.append(f"  {summary['corrupt_runs']} run file(s) were corrupt and count as failed runs")
+    lines.append(f"  infrastructure failures: {summary.get('infrastructure_failures', 0)} (runs that ended with "
+                 "reason error; not planner results, left out)")
+    reasons = summary.get("end_reasons") or {}
+    if reasons:
+        lines.append("  end reasons: " + ", ".join(f"{reason} {count}" for reason, count in reasons.items() if count))
     lines += ["", f"  {'Per attribute (Table 5)':<28}{'tasks':>6}{'runs':>6}{'SR':>8}{'TP':>8}"]
     for name, row in summary["per_attribute"].items():
         lines.append(f"  {name:<28}{row['tasks']:>6}{row['runs']:>6}{_percent(row['SR']):>8}{_percent(row['TP']):>8}")
-    lines += ["", f"  {'Low-level actions (Table 4)':<28}{'steps':>6}{'execs':>6}{'SR':>8}{'P':>8}"]
+    lines += ["", f"  {'Low-level actions (Table 4)':<28}{'steps':>6}{'execs':>6}{'SR':>8}{'SR*':>8}"
+                  f"{'SR range':>14}{'P':>8}"]
     for action, row in summary["per_action"].items():
         lines.append(f"  {action:<28}{row['steps']:>6}{row['executions']:>6}{_percent(row['SR']):>8}"
-                     f"{_percent(row['P']):>8}")
+                     f"{_percent(row['SR_paper']):>8}{_range(row['SR_range']):>14}{_percent(row['P']):>8}")
+    lines.append("  SR: successes / executions; SR*: the paper's retry-adjusted s/(3f+2s); SR range: min-max over run "
+                 "indices")
     lines += ["", f"  {'Errors by type (Figure 3)':<28}{'in successful runs':>20}{'in failed runs':>16}"]
     errors = [(kind, row) for kind, row in summary["errors"]["by_type"].items() if any(row.values())]
     for kind, row in errors:

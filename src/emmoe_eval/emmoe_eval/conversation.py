@@ -5,12 +5,14 @@
 `Task: ...\\nInventory: ...\\nHistorical Execution: ...\\nFeedback: ...\\n{request line}`, where the history lists
 every executed step as `({round}) {subtask}({signal}) ` (subtask = bracket content, signal success or fail).
 
-The file does not record the outcome of the last round's subtask. `steps_from_conversation` reconstructs:
-the last round's history gives steps 1..n-1 (their feedback strings come from the next round's `Feedback:` field);
-the last output is step n: End (a success) when it says `[End]` or does not parse at all (the planner gave up, which
-the release turns into End), otherwise the last subtask with an unknown outcome (scored as not successful and not
-counted as an error). `release_reconstruction` turns any run into what the release's notebooks see (quirk 1): the
-history alone, plus End when the last output contains "End".
+The release logs a round only when its output parsed (with its own patterns, `parse_release_output`); after 5
+unparseable samples it stops the run without logging that round. The file does not record the outcome of the last
+round's subtask. `steps_from_conversation` reconstructs: the last round's history gives steps 1..n-1 (their feedback
+strings come from the next round's `Feedback:` field); the last output is step n: End (a success) when it says
+`[End]`, otherwise the last subtask with an unknown outcome (scored as not successful and not counted as an error);
+an output that does not parse even with the release's patterns is left out (with a warning), never turned into End.
+`release_reconstruction` turns any run into what the release's notebooks see (quirk 1): the history alone, plus End
+when the last entry contains "End" anywhere (the notebooks test the whole entry, user message included).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ _STRICT_SUBTASK = re.compile(r"Subtask:\s*(\[[^\[\]]*\])")
 _RELAXED_SUBTASK = re.compile(r"Subtask:\s*([^\n]*)")
 _MODEL = re.compile(r"Model:\s*([^\n]*)")
 _ANALYSIS = re.compile(r"Analysis:\s*(.*?)\s*(?:\nSubtask:|$)", re.DOTALL)
+_RELEASE_PATTERNS = (re.compile(r".*Analysis: *(.+?) *Subtask: *\[(.*?)\].*Model: *(.*?)$", re.DOTALL),
+                     re.compile(r".*Analysis: *(.+?) *Subtask: *(.*?) *Model: *(.*?)$", re.DOTALL))
 
 
 class ConversationError(ValueError):
@@ -161,6 +165,24 @@ def parse_output(output: str) -> ParsedOutput:
                         analysis_match.group(1).strip() if analysis_match else "")
 
 
+def parse_release_output(output: str) -> ParsedOutput:
+    """Extract the fields as the release's eval scripts do: the bracket pattern, then the one without brackets.
+
+    Both patterns are DOTALL and start with a greedy `.*`, so the last `Analysis:` block wins and any text may stand
+    between `]` and `Model:`. `subtask` is None when neither pattern matches or the subtask text has more than
+    three parts.
+    """
+    for pattern in _RELEASE_PATTERNS:
+        match = pattern.search(output)
+        if match is not None:
+            try:
+                subtask: SubtaskText | None = parse_subtask(match.group(2).strip())
+            except ValueError:
+                subtask = None
+            return ParsedOutput(subtask, match.group(3).strip(), match.group(1).strip())
+    return ParsedOutput(None, "", "")
+
+
 @dataclass(frozen=True)
 class _HistoryEntry:
     subtask: SubtaskText
@@ -215,9 +237,12 @@ def steps_from_conversation(rounds: Sequence[Round], where: str) -> tuple[list[S
                           analysis=parsed.analysis or None,
                           raw_output=rounds[number - 1].output if number <= len(rounds) else None))
     last_output = rounds[-1].output
-    last = parse_output(last_output)
+    last = parse_release_output(last_output)
     number = len(steps) + 1
-    if last.subtask is None or last.subtask.action == "End":
+    if last.subtask is None:
+        problems.append(f"{where}: the last output does not parse (the release logs only parsed outputs); its "
+                        "subtask is unknown and left out")
+    elif last.subtask.action == "End":
         steps.append(Step(step=number, action="End", model=last.model, analysis=last.analysis or None,
                           raw_output=last_output))
     else:
@@ -239,23 +264,34 @@ def read_conversation_run(path: Path | str, task_id: str | None = None, run_id: 
     task_id = task_id if task_id is not None else path.parent.parent.name
     run_id = run_id if run_id is not None else path.parent.name
     try:
-        steps, problems = steps_from_conversation(read_conversation(path), str(path))
+        rounds = read_conversation(path)
+        steps, problems = steps_from_conversation(rounds, str(path))
     except ConversationError as error:
         return Run(task_id, run_id, [], path, [f"{error}; the run is scored as failed"], True)
-    return Run(task_id, run_id, steps, path, problems)
+    last_entry = format_round(rounds[-1].user, rounds[-1].output) if rounds else None
+    return Run(task_id, run_id, steps, path, problems, last_entry=last_entry)
 
 
-def release_reconstruction(steps: Sequence[Step]) -> list[Step]:
+def release_reconstruction(steps: Sequence[Step], last_entry: str | None = None) -> list[Step]:
     """The run as the released notebooks reconstruct it (quirk 1 of `--compat official`).
 
     The release reads the last round's `Historical Execution` line, which lists every executed step but the last, and
-    appends End only when the last output contains "End". Applied to steps reconstructed from conversation.json this
-    gives exactly the release's run; applied to a trajectory it gives what the release would have seen of it.
+    appends End only when the last conversation entry contains "End" (anywhere, case-sensitive). Applied to steps
+    reconstructed from conversation.json this gives exactly the release's run; applied to a trajectory it gives what
+    the release would have seen of it.
+
+    Args:
+        steps: the run's steps.
+        last_entry: the last conversation.json entry (user message and output) when known; otherwise the last
+            step's raw output is tested (or, without one, whether it is End).
     """
     if not steps:
         return []
     last = steps[-1]
-    said_end = "End" in last.raw_output if last.raw_output is not None else last.is_end
+    if last_entry is not None:
+        said_end = "End" in last_entry
+    else:
+        said_end = "End" in last.raw_output if last.raw_output is not None else last.is_end
     kept = list(steps[:-1])
     if said_end:
         kept.append(Step(step=len(kept) + 1, action="End", model=last.model, raw_output=last.raw_output))

@@ -1,4 +1,7 @@
-"""Find and read the runs of an experiment folder: `<exp>/<task_id>/<run>/{trajectory.jsonl|conversation.json}`."""
+"""Find and read the runs of an experiment folder: `<exp>/<task_id>/<run>/{trajectory.jsonl|conversation.json}`.
+
+A run folder's run.json (written by this project's recorder) gives the run's end reason for either file.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from pathlib import Path
 
 from emmoe_eval.conversation import CONVERSATION_FILE, read_conversation_run
 from emmoe_eval.dataset import task_sort_key
-from emmoe_eval.runs import TRAJECTORY_FILE, Run, read_trajectory
+from emmoe_eval.runs import END_REASONS, TRAJECTORY_FILE, Run, read_run_info, read_trajectory
 
 SOURCES: tuple[str, ...] = ("auto", "trajectory", "conversation")
 
@@ -78,5 +81,12 @@ def _read_run_dir(run_dir: Path, source: str) -> Run | None:
     if source in ("auto", "trajectory") and trajectory.is_file():
         return read_trajectory(trajectory, run_dir.parent.name, run_dir.name)
     if source in ("auto", "conversation") and conversation.is_file():
-        return read_conversation_run(conversation, run_dir.parent.name, run_dir.name)
+        run = read_conversation_run(conversation, run_dir.parent.name, run_dir.name)
+        reason, run.error_msg, problems = read_run_info(run_dir)
+        run.problems += problems
+        if reason in END_REASONS:
+            run.end_reason = reason
+        elif reason is not None:
+            run.problems.append(f"{run_dir}: unknown end reason {reason!r} in run.json; ignored")
+        return run
     return None

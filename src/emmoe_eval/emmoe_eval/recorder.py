@@ -5,15 +5,20 @@ For every run (episode_id, run_index) it writes, under `<out>/<episode_id>/<run_
 - `subtask{n}_{front,left,back,right}.png` when the step carries the four views;
 - `episode.mcap`, a rosbag2 MCAP file with the run's StepRecords on /emmoe/steps (when given their serialised bytes);
 - when the run ends: `conversation.json` (the live loop's rounds rebuilt from the steps), `run.json` (episode id, run
-  index, instruction, planner, observation mode) and `score.json` (the run's result, also returned).
+  index, instruction, planner, observation mode, end reason) and `score.json` (the run's result, also returned).
 
-A run ends on an End step, at `max_steps`, or when `finish_all` is called. TP needs the task's keypaths from an
-official-layout `data_dir`; for an unknown task TP is -1 and the run is not successful.
+The planner owns the episode: a run ends when a record carries its end reason (`end`, `step_limit`, `gave_up`,
+`cancelled`, `error`; see emmoe_interfaces/msg/StepRecord), either on its last executed step or on a run-end marker
+(`end_run`) when the run stopped before executing anything more. `finish_all` closes runs the planner never ended
+(the planner died, the evaluator shuts down): they end with reason `error`, an infrastructure failure that is never
+scored as the planner's result. TP needs the task's keypaths from an official-layout `data_dir`; for an unknown
+task TP is -1 and the run is not successful.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,15 +27,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from emmoe_eval.bags import StepBagWriter
+from emmoe_eval.bags import StepBagWriter, end_marker_record, serialize_record
 from emmoe_eval.conversation import CONVERSATION_FILE, conversation_from_steps, write_conversation
 from emmoe_eval.dataset import VIEWS, DatasetError, Task, default_task_attributes, find_task, image_name
 from emmoe_eval.metrics import COMPAT_MODES, ScoringConfig, make_matchers, score_run
 from emmoe_eval.records import RunInfo
-from emmoe_eval.runs import TRAJECTORY_FILE, Run, Step, TrajectoryWriter
+from emmoe_eval.runs import END_REASONS, RUN_INFO_FILE, TRAJECTORY_FILE, Run, Step, TrajectoryWriter
 
 BAG_FILE = "episode.mcap"
-RUN_INFO_FILE = "run.json"
 SCORE_FILE = "score.json"
 _OUTPUT_GLOBS = (TRAJECTORY_FILE, CONVERSATION_FILE, RUN_INFO_FILE, SCORE_FILE, BAG_FILE, "subtask*_*.png")
 
@@ -42,7 +46,6 @@ class EvaluatorConfig:
     Attributes:
         out_dir: where run folders are written.
         data_dir: official-layout EMMOE data (train/ and test/) holding the tasks' keypaths; None: TP is -1.
-        max_steps: a run ends after this many steps even without End (the benchmark's 20).
         record_bag: write episode.mcap per run.
         write_views: write the four view images of each step.
         compat: "default" or "official" scoring (see emmoe_eval.metrics).
@@ -50,7 +53,6 @@ class EvaluatorConfig:
 
     out_dir: Path
     data_dir: Path | None = None
-    max_steps: int = 20
     record_bag: bool = True
     write_views: bool = True
     compat: str = "default"
@@ -61,8 +63,6 @@ class EvaluatorConfig:
         if self.data_dir is not None and not Path(self.data_dir).is_dir():
             raise ValueError(f"data_dir {self.data_dir} is not a folder; point it at the EMMOE data (train/, test/) "
                              "or leave it empty to record without task progress")
-        if self.max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, not {self.max_steps}")
         if self.compat not in COMPAT_MODES:
             raise ValueError(f"compat must be one of {', '.join(COMPAT_MODES)}, not {self.compat!r}")
 
@@ -88,6 +88,12 @@ class RunRecorder:
         """The bag file, when one is recorded."""
         return self._bag.path if self._bag is not None else None
 
+    def add_marker(self, end_reason: str, serialized: bytes | memoryview | None, stamp_ns: int) -> None:
+        """Record a run-end marker: the trajectory's marker line (not a step) and the record in the bag."""
+        self._trajectory.write_end_marker(self.steps[-1].step + 1 if self.steps else 1, end_reason)
+        if self._bag is not None and serialized is not None:
+            self._bag.write_serialized(serialized, stamp_ns)
+
     def add(self, step: Step, views: Sequence[np.ndarray], serialized: bytes | memoryview | None, stamp_ns: int) -> None:
         """Record one step: images first, then the trajectory line, then the bag message.
 
@@ -103,14 +109,18 @@ class RunRecorder:
         if self._bag is not None and serialized is not None:
             self._bag.write_serialized(serialized, stamp_ns)
 
-    def close(self) -> Run:
+    def close(self, end_reason: str, error_msg: str = "") -> Run:
         """Close the trajectory and the bag, write conversation.json and run.json; return the recorded run."""
         self._trajectory.close()
         if self._bag is not None:
             self._bag.close()
         write_conversation(self.run_dir / CONVERSATION_FILE, conversation_from_steps(self.info.instruction, self.steps))
-        _write_json(self.run_dir / RUN_INFO_FILE, self.info.to_json())
-        return Run(self.info.episode_id, str(self.info.run_index), list(self.steps), self.run_dir / TRAJECTORY_FILE)
+        info = {**self.info.to_json(), "end_reason": end_reason}
+        if error_msg:
+            info["error_msg"] = error_msg
+        _write_json(self.run_dir / RUN_INFO_FILE, info)
+        return Run(self.info.episode_id, str(self.info.run_index), list(self.steps), self.run_dir / TRAJECTORY_FILE,
+                   end_reason=end_reason)
 
 
 @dataclass
@@ -137,17 +147,29 @@ class Evaluator:
         """The runs being recorded."""
         return list(self._open)
 
-    def handle(self, info: RunInfo, step: Step, views: Sequence[np.ndarray] = (),
-               serialized: bytes | memoryview | None = None, stamp_ns: int = 0) -> StepOutcome:
-        """Record one step; when it ends its run, score the run.
+    def run_dir(self, info: RunInfo) -> Path:
+        """The folder a run is recorded in (its videos go there too: emmoe_eval.videos)."""
+        return self._run_dir(info)
+
+    def handle(self, info: RunInfo, step: Step | None, views: Sequence[np.ndarray] = (),
+               serialized: bytes | memoryview | None = None, stamp_ns: int = 0, end_reason: str = "",
+               error_msg: str = "") -> StepOutcome:
+        """Record one step (or a run-end marker); when the record ends its run, score the run.
 
         Args:
-            info: the run the step belongs to.
-            step: the step.
+            info: the run the record belongs to.
+            step: the executed step; None for a run-end marker (the run ended before executing anything more).
             views: the four views (front, left, back, right) as arrays, or none.
             serialized: the CDR bytes of the StepRecord, recorded in the bag.
             stamp_ns: the bag timestamp.
+            end_reason: set on the run's last record: one of END_REASONS.
+            error_msg: the fault's detail when end_reason is "error".
         """
+        if end_reason and end_reason not in END_REASONS:
+            return StepOutcome(problems=[f"episode {info.episode_id} run {info.run_index}: unknown end reason "
+                                         f"{end_reason!r}; expected one of {', '.join(END_REASONS)}; ignored"])
+        if step is None:
+            return self._end_marker(info, serialized, stamp_ns, end_reason, error_msg)
         outcome = StepOutcome()
         key = info.key
         if key in self._finished and step.step != 1:
@@ -158,7 +180,7 @@ class Evaluator:
         if recorder is not None and step.step == 1:
             outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: step 1 again; the run restarts "
                                     "and its earlier recording is replaced")
-            recorder.close()
+            recorder.close("error", "the run restarted")
             recorder = None
         elif recorder is None and key in self._finished:
             outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: recorded again; the earlier "
@@ -174,15 +196,44 @@ class Evaluator:
             outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: step {step.step} follows step "
                                     f"{recorder.steps[-1].step}")
         recorder.add(step, views, serialized, stamp_ns)
-        if step.is_end:
-            outcome.finished.append(self._finish(key, "end"))
-        elif step.step >= self.config.max_steps:
-            outcome.finished.append(self._finish(key, "step_limit"))
+        if end_reason:
+            outcome.finished.append(self._finish(key, end_reason, error_msg))
         return outcome
 
-    def finish_all(self, reason: str = "requested") -> list[dict[str, Any]]:
-        """End and score every open run (e.g. the planner stopped without End)."""
-        return [self._finish(key, reason) for key in list(self._open)]
+    def _end_marker(self, info: RunInfo, serialized: bytes | memoryview | None, stamp_ns: int, end_reason: str,
+                    error_msg: str) -> StepOutcome:
+        """A run-end marker: close the open run, or record a run that ended before its first step."""
+        outcome = StepOutcome()
+        if not end_reason:
+            outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: a record without a subtask "
+                                    "and without an end reason; ignored")
+            return outcome
+        key = info.key
+        recorder = self._open.get(key)
+        if recorder is None:
+            if key in self._finished:
+                outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: recorded again; the "
+                                        "earlier recording is replaced")
+            self._finished.discard(key)
+            recorder = RunRecorder(self._run_dir(info), info, self.config)
+            self._open[key] = recorder
+        recorder.add_marker(end_reason, serialized, stamp_ns)
+        outcome.finished.append(self._finish(key, end_reason, error_msg))
+        return outcome
+
+    def finish_all(self, why: str = "closed on request") -> list[dict[str, Any]]:
+        """Close every open run the planner never ended (it died, or the evaluator shuts down).
+
+        Such runs end with reason "error": an infrastructure failure, never the planner's result.
+        """
+        results = []
+        for key in list(self._open):
+            recorder, message = self._open[key], f"{why} before the planner ended the run"
+            number = recorder.steps[-1].step + 1 if recorder.steps else 1
+            marker = end_marker_record(recorder.info, number, "error", message, time.time_ns())
+            recorder.add_marker("error", serialize_record(marker), time.time_ns())
+            results.append(self._finish(key, "error", message))
+        return results
 
     def _run_dir(self, info: RunInfo) -> Path:
         return Path(self.config.out_dir) / _safe_name(info.episode_id) / str(info.run_index)
@@ -198,11 +249,12 @@ class Evaluator:
         task = self._tasks[episode_id]
         return task, "" if task is not None else f"task {episode_id} is not in {self.config.data_dir}"
 
-    def _finish(self, key: tuple[str, int], reason: str) -> dict[str, Any]:
+    def _finish(self, key: tuple[str, int], reason: str, error_msg: str = "") -> dict[str, Any]:
         recorder = self._open.pop(key)
         self._finished.add(key)
-        run = recorder.close()
+        run = recorder.close(reason, error_msg)
         result: dict[str, Any] = {"episode_id": key[0], "run_index": key[1], "end_reason": reason,
+                                  "error_msg": error_msg,
                                   "steps": len(run.steps), "run_dir": str(recorder.run_dir),
                                   "trajectory": str(recorder.run_dir / TRAJECTORY_FILE),
                                   "bag": str(recorder.bag_path) if recorder.bag_path else None}

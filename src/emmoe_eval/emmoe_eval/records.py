@@ -57,11 +57,22 @@ def run_info_from_record(record: Any) -> RunInfo:
                    planner=record.planner, observation_mode=record.observation_mode)
 
 
+def is_end_marker(record: Any) -> bool:
+    """Whether a StepRecord is a run-end marker (empty subtask action): not an executed step."""
+    return not record.subtask.action
+
+
+def end_reason_of(record: Any) -> str | None:
+    """The record's end reason (set on a run's last record only), None when empty or absent (older bags)."""
+    return getattr(record, "end_reason", "") or None
+
+
 def step_from_record(record: Any) -> Step:
-    """The trajectory step of a StepRecord.
+    """The trajectory step of a StepRecord (not for run-end markers: see `is_end_marker`).
 
     `inventory` is the inventory after the step; the timing fields go to `extra`; `images` names the four view files
-    (`subtask{step}_{view}.png`) when the record carries views.
+    (`subtask{step}_{view}.png`) when the record carries views; the resolved target and place and the end reason are
+    copied when the record has them (records of older bags lack these fields).
     """
     subtask = record.subtask
     feedback = record.feedback or (SUCCESS_FEEDBACK if record.success else None)
@@ -74,6 +85,10 @@ def step_from_record(record: Any) -> Step:
         images=tuple(image_name(int(record.step), view) for view in VIEWS[:views]),
         extra={"planning_seconds": float(record.planning_seconds),
                "execution_seconds": float(record.execution_seconds)},
+        target_instance=getattr(record, "target_instance", ""),
+        target_canonical=getattr(record, "target_canonical", ""),
+        place_instance=getattr(record, "place_instance", ""), place_canonical=getattr(record, "place_canonical", ""),
+        end_reason=end_reason_of(record),
     )
 
 

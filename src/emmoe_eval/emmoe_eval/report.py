@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -25,6 +26,7 @@ from emmoe_eval.dataset import VIEWS, Task, subtask_images, task_sort_key
 from emmoe_eval.experiments import Experiment
 from emmoe_eval.metrics import EXECUTED_ACTIONS, HEADLINE, UNCLASSIFIED, Evaluation
 from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES
+from emmoe_eval.videos import video_files
 
 _METRIC_NAMES = {"SR": "success rate", "PLWSR": "path-length weighted SR", "TP": "task progress",
                  "SRR": "success re-plan rate", "SER": "success end rate"}
@@ -188,6 +190,23 @@ def _interval(summary: Mapping[str, object], name: str) -> str:
     return "-" if bounds is None else f"{_pct(bounds[0])}-{_pct(bounds[1])}"
 
 
+_TABLE4_NOTE = ("SR: successes / executions (pooled); SR*: the paper's retry-adjusted s/(3f+2s) (a failed execution "
+                "counts 3 attempts); range: min-max of SR over run indices (the release's analysis notebook); P: share "
+                "of execution errors.")
+_TABLE4_CELL = "SR (executions) / SR* / range / P"
+
+
+def _action_cell(row: Mapping[str, Any]) -> str:
+    bounds = row["SR_range"]
+    span = "-" if bounds is None else f"{_pct(bounds[0])}-{_pct(bounds[1])}"
+    return f"{_pct(row['SR'])} ({row['executions']}) / {_pct(row['SR_paper'])} / {span} / {_pct(row['P'])}"
+
+
+def _failures(summary: Mapping[str, Any]) -> str:
+    return (f"infrastructure failures: {summary.get('infrastructure_failures', 0)} (not planner results, left out "
+            "of every metric)")
+
+
 def _link(target: Path, out_dir: Path) -> str:
     return quote(os.path.relpath(target.resolve(), out_dir.resolve()).replace(os.sep, "/"))
 
@@ -222,6 +241,10 @@ def _run_cell(result: ExperimentResult, run_json: Mapping[str, object], out_dir:
             f"title='{_esc(', '.join(path.name for path in views.values()))}'>{index}</a>"
             for index, views in images.items())
         parts.append(f"<span class='steps muted'>images after step: {links}</span>")
+    videos = video_files(run_dir) if run_dir.is_dir() else []
+    if videos:
+        links = " ".join(f"<a href='{_link(path, out_dir)}'>{_esc(path.stem)}</a>" for path in videos)
+        parts.append(f"<span class='steps muted'>videos: {links}</span>")
     return "<br>".join(parts)
 
 
@@ -244,7 +267,8 @@ def render_html(results: Sequence[ExperimentResult], tasks: Mapping[str, Task], 
             + (f"<div class='ci'>95% CI {_interval(summary, name)}</div>" if name in ("SR", "TP") else "")
             + "</div>" for name in HEADLINE)
         sections.append(f"<h3>{_esc(result.name)} <span class='muted'>&middot; {summary['runs']} runs of "
-                        f"{summary['tasks']} tasks</span></h3><div class='cards'>{cards}</div>")
+                        f"{summary['tasks']} tasks &middot; {_failures(summary)}</span></h3>"
+                        f"<div class='cards'>{cards}</div>")
     sections += ["<h2>Metrics</h2>", image("metrics", "metric bars per experiment"),
                  _table(["experiment", "runs", "tasks", *HEADLINE, "SR 95% CI", "TP 95% CI"],
                         [[_esc(result.name), str(result.evaluation.summary["runs"]),
@@ -261,8 +285,9 @@ def render_html(results: Sequence[ExperimentResult], tasks: Mapping[str, Task], 
                                         for row in (result.evaluation.summary["per_attribute"][name]
                                                     for result in results))] for name in attributes])]
     sections += ["<h2>Low-level actions (Table 4)</h2>", image("actions", "per-action success"),
-                 _table(["action", *(f"{_esc(result.name)} SR (executions) / P" for result in results)],
-                        [[_esc(action), *(f"{_pct(row['SR'])} ({row['executions']}) / {_pct(row['P'])}"
+                 f"<p class='sub'>{_esc(_TABLE4_NOTE)}</p>",
+                 _table(["action", *(f"{_esc(result.name)} {_TABLE4_CELL}" for result in results)],
+                        [[_esc(action), *(_esc(_action_cell(row))
                                           for row in (result.evaluation.summary["per_action"][action]
                                                       for result in results))] for action in EXECUTED_ACTIONS])]
     kinds = _observed_error_kinds(results)
@@ -315,6 +340,7 @@ def render_markdown(results: Sequence[ExperimentResult], title: str, plot_files:
     first = results[0].evaluation.summary
     parts = [f"# {title}", "",
              f"Split {first.get('split', 'all')}, compat {first['compat']}; metrics in percent.", "",
+             *(f"- {result.name}: {_failures(result.evaluation.summary)}" for result in results), "",
              _md_table(["experiment", "runs", "tasks", *HEADLINE, "SR 95% CI", "TP 95% CI"],
                        [[result.name, str(result.evaluation.summary["runs"]), str(result.evaluation.summary["tasks"]),
                          *(_pct(result.evaluation.summary[name]) for name in HEADLINE),
@@ -325,9 +351,9 @@ def render_markdown(results: Sequence[ExperimentResult], title: str, plot_files:
                        [[name, *(f"{_pct(row['SR'])} / {_pct(row['TP'])} ({row['runs']})"
                                  for row in (result.evaluation.summary["per_attribute"][name] for result in results))]
                         for name in first["per_attribute"]]),
-             "", "## Low-level actions (Table 4)", "",
-             _md_table(["action", *(f"{result.name} SR (executions) / P" for result in results)],
-                       [[action, *(f"{_pct(row['SR'])} ({row['executions']}) / {_pct(row['P'])}"
+             "", "## Low-level actions (Table 4)", "", _TABLE4_NOTE, "",
+             _md_table(["action", *(f"{result.name} {_TABLE4_CELL}" for result in results)],
+                       [[action, *(_action_cell(row)
                                    for row in (result.evaluation.summary["per_action"][action] for result in results))]
                         for action in EXECUTED_ACTIONS]),
              "", f"![actions]({plot_files['actions']})", "", "## Errors by type (Figure 3)", "",

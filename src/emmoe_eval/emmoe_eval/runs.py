@@ -15,8 +15,18 @@
 | `inventory` | list of str | optional: objects held after the step |
 | `error_type` | str | optional: `F1`, `F2`, `L1`..`L4`, `D1`, `D2`, `E1`..`E3` |
 | `images` | list of str | optional: the step's image files, relative to the run folder |
+| `target_instance`, `place_instance` | str | optional: the scene instance the target / place resolved to (`apple_0`) |
+| `target_canonical`, `place_canonical` | str | optional: that instance's alias-table entry (`003_cracker_box`) |
+| `end_reason` | str | optional, last line only: why the run ended (one of `END_REASONS`) |
 
-Any other key is kept in `Step.extra` and written back unchanged.
+Any other key is kept in `Step.extra` and written back unchanged. The last line may instead be a run-end marker,
+`{"step": n, "action": null, "end_reason": "gave_up"}`: not an executed step, it only carries the end reason.
+
+The run's folder may hold `run.json` (written by the recorder when the run closes); its `end_reason` (and
+`error_msg`) win over the last line's. End reasons: `end` (the agent's End), `step_limit`, `gave_up` (no parseable
+answer in 5 samples; never an End step), `cancelled` and `error` (a cancel or an infrastructure fault: not planner
+results, left out of every metric). A run without a recorded reason (the release's conversations, older runs) has
+`end_reason` None; `Run.inferred_end_reason` then says `end` when its last step is End.
 """
 
 from __future__ import annotations
@@ -32,8 +42,16 @@ from typing import IO, Any
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText
 
 TRAJECTORY_FILE = "trajectory.jsonl"
+RUN_INFO_FILE = "run.json"
+END_REASONS: tuple[str, ...] = ("end", "step_limit", "gave_up", "cancelled", "error")
+INFRASTRUCTURE_ERROR = "error"
+# End reasons that are no planner result: a fault, or a cancel (by the user, or by the runner when a node died or a
+# run timed out). Such runs are left out of every metric by default and run again on resume.
+NOT_PLANNER_RESULTS: tuple[str, ...] = (INFRASTRUCTURE_ERROR, "cancelled")
+RESOLVED_KEYS: tuple[str, ...] = ("target_instance", "target_canonical", "place_instance", "place_canonical")
 _REQUIRED_KEYS = ("step", "action", "target", "place", "model", "success", "feedback")
-_KNOWN_KEYS = frozenset(_REQUIRED_KEYS + ("analysis", "raw_output", "inventory", "error_type", "images"))
+_KNOWN_KEYS = frozenset(_REQUIRED_KEYS + ("analysis", "raw_output", "inventory", "error_type", "images", "end_reason")
+                        + RESOLVED_KEYS)
 
 
 class RunFormatError(ValueError):
@@ -58,6 +76,11 @@ class Step:
         error_type: the EMMOE error type of a failed step, when recorded.
         images: image files of the step, relative to the run folder.
         extra: other keys of the trajectory line, kept unchanged.
+        target_instance: the scene instance the executor resolved the target to ("" when unknown).
+        target_canonical: its alias-table canonical entry ("" when unknown).
+        place_instance: Put only: the scene instance the place resolved to ("" when unknown).
+        place_canonical: its canonical entry ("" when unknown).
+        end_reason: on the run's last step only: why the run ended (one of END_REASONS), else None.
     """
 
     step: int
@@ -73,6 +96,11 @@ class Step:
     error_type: str | None = None
     images: tuple[str, ...] = ()
     extra: Mapping[str, Any] | None = None
+    target_instance: str = ""
+    target_canonical: str = ""
+    place_instance: str = ""
+    place_canonical: str = ""
+    end_reason: str | None = None
 
     @property
     def is_end(self) -> bool:
@@ -100,6 +128,11 @@ class Step:
             line["error_type"] = self.error_type
         if self.images:
             line["images"] = list(self.images)
+        for key in RESOLVED_KEYS:
+            if getattr(self, key):
+                line[key] = getattr(self, key)
+        if self.end_reason is not None:
+            line["end_reason"] = self.end_reason
         if self.extra:
             line.update({key: value for key, value in self.extra.items() if key not in line})
         return line
@@ -126,7 +159,8 @@ class _LineError(ValueError):
 
 
 _REQUIRED = frozenset(_REQUIRED_KEYS)
-_STRING_KEYS = ("target", "place", "model", "feedback", "analysis", "raw_output", "error_type")
+_STRING_KEYS = ("target", "place", "model", "feedback", "analysis", "raw_output", "error_type", "end_reason",
+                *RESOLVED_KEYS)
 
 
 def _string_list(line: dict[str, Any], key: str) -> tuple[str, ...] | None:
@@ -165,7 +199,18 @@ def _step_from_line(line: Any) -> Step:
         analysis=line.get("analysis"), raw_output=line.get("raw_output"), inventory=_string_list(line, "inventory"),
         error_type=line.get("error_type"), images=_string_list(line, "images") or (),
         extra={key: line[key] for key in extra_keys} if extra_keys else None,
+        target_instance=line.get("target_instance") or "", target_canonical=line.get("target_canonical") or "",
+        place_instance=line.get("place_instance") or "", place_canonical=line.get("place_canonical") or "",
+        end_reason=line.get("end_reason"),
     )
+
+
+def _marker_reason(line: Any) -> str | None:
+    """The end reason of a run-end marker line (no action, an end reason), None for any other line."""
+    if type(line) is dict and not line.get("action") and type(line.get("end_reason")) is str:
+        reason: str = line["end_reason"]
+        return reason
+    return None
 
 
 @dataclass
@@ -179,6 +224,9 @@ class Run:
         source: the file the run was read from, when any.
         problems: warnings found while reading (truncated file, odd step numbers, ...).
         corrupt: True when the run file could not be read completely; such a run is scored as a failed run.
+        end_reason: why the run ended (one of END_REASONS), None when not recorded.
+        error_msg: the fault's detail when end_reason is "error".
+        last_entry: conversation runs only: the file's last entry as written (the release's End test reads it).
     """
 
     task_id: str
@@ -187,31 +235,84 @@ class Run:
     source: Path | None = None
     problems: list[str] = field(default_factory=list)
     corrupt: bool = False
+    end_reason: str | None = None
+    error_msg: str = ""
+    last_entry: str | None = None
+
+    @property
+    def inferred_end_reason(self) -> str | None:
+        """The recorded end reason, else "end" when the last step is End, else None (unknown)."""
+        if self.end_reason is not None:
+            return self.end_reason
+        return "end" if self.steps and self.steps[-1].is_end else None
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        """Whether a fault or a cancel ended the run (never scored as the planner's result by default)."""
+        return self.end_reason in NOT_PLANNER_RESULTS
 
 
 def parse_trajectory(text: str, source: str) -> tuple[list[Step], list[str], bool]:
-    """Parse trajectory.jsonl text.
+    """Parse trajectory.jsonl text (a trailing run-end marker line is dropped; `read_trajectory` keeps its reason).
 
     Returns:
         (steps, problems, corrupt): the steps before the first bad line, warnings, and whether a line was bad.
     """
+    steps, problems, corrupt, _ = _parse_lines(text, source)
+    return steps, problems, corrupt
+
+
+def _parse_lines(text: str, source: str) -> tuple[list[Step], list[str], bool, str | None]:
+    """(steps, problems, corrupt, end reason of the last line or marker)."""
     steps: list[Step] = []
     problems: list[str] = []
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
+    lines = [(number, raw) for number, raw in enumerate(text.split("\n"), start=1) if raw.strip()]
+    marker: str | None = None
+    for position, (number, raw) in enumerate(lines):
         try:
-            steps.append(_step_from_line(json.loads(raw)))
+            decoded = json.loads(raw)
+            if position == len(lines) - 1 and _marker_reason(decoded) is not None:
+                marker = _marker_reason(decoded)
+                break
+            steps.append(_step_from_line(decoded))
         except json.JSONDecodeError as error:
             problems.append(f"{source}:{number}: truncated or corrupt line ({error.msg}); the run is scored as failed")
-            return steps, problems, True
+            return steps, problems, True, None
         except _LineError as error:
             problems.append(f"{source}:{number}: {error}; the run is scored as failed")
-            return steps, problems, True
+            return steps, problems, True, None
     for previous, current in zip(steps, steps[1:]):
         if current.step != previous.step + 1:
             problems.append(f"{source}: step {current.step} follows step {previous.step}")
-    return steps, problems, False
+    if marker is None and steps:
+        marker = steps[-1].end_reason
+    return steps, problems, False, marker
+
+
+def read_run_info(run_dir: Path | str) -> tuple[str | None, str, list[str]]:
+    """The end reason and fault detail recorded in a run folder's run.json.
+
+    Returns:
+        (end_reason or None when absent, error_msg, problems); a missing run.json is not a problem.
+    """
+    path = Path(run_dir) / RUN_INFO_FILE
+    if not path.is_file():
+        return None, "", []
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return None, "", [f"{path}: cannot read ({error}); its end reason is ignored"]
+    if type(info) is not dict:
+        return None, "", [f"{path}: expected a JSON object; its end reason is ignored"]
+    reason, message = info.get("end_reason"), info.get("error_msg")
+    return (reason if type(reason) is str and reason else None), (message if type(message) is str else ""), []
+
+
+def _checked_reason(reason: str | None, where: str, problems: list[str]) -> str | None:
+    if reason is None or reason in END_REASONS:
+        return reason
+    problems.append(f"{where}: unknown end reason {reason!r} (expected one of {', '.join(END_REASONS)}); ignored")
+    return None
 
 
 def read_trajectory(path: Path | str, task_id: str | None = None, run_id: str | None = None) -> Run:
@@ -230,10 +331,13 @@ def read_trajectory(path: Path | str, task_id: str | None = None, run_id: str | 
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
         return Run(task_id, run_id, [], path, [f"{path}: cannot read ({reason}); the run is scored as failed"], True)
-    steps, problems, corrupt = parse_trajectory(text, str(path))
-    if not steps and not corrupt:
+    steps, problems, corrupt, line_reason = _parse_lines(text, str(path))
+    info_reason, error_msg, info_problems = read_run_info(path.parent)
+    problems += info_problems
+    reason = _checked_reason(info_reason if info_reason is not None else line_reason, str(path), problems)
+    if not steps and not corrupt and reason is None:
         problems.append(f"{path}: no steps")
-    return Run(task_id, run_id, steps, path, problems, corrupt)
+    return Run(task_id, run_id, steps, path, problems, corrupt, end_reason=reason, error_msg=error_msg)
 
 
 def write_trajectory(path: Path | str, steps: Iterable[Step]) -> None:
@@ -267,9 +371,16 @@ class TrajectoryWriter:
         Raises:
             ValueError: when the writer is closed.
         """
+        self._write_line(step.to_json())
+
+    def write_end_marker(self, step: int, end_reason: str) -> None:
+        """Append the run-end marker line (`{"step": n, "action": null, "end_reason": ...}`) and flush it."""
+        self._write_line({"step": step, "action": None, "end_reason": end_reason})
+
+    def _write_line(self, line: dict[str, Any]) -> None:
         if self._file is None:
             raise ValueError(f"{self.path}: the trajectory writer is closed")
-        self._file.write(json.dumps(step.to_json(), ensure_ascii=False) + "\n")
+        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._file.flush()
         if self._sync:
             os.fsync(self._file.fileno())

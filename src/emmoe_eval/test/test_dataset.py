@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from emmoe_eval.dataset import (DatasetError, find_task, format_info, load_task_attributes, load_tasks, parse_info,
-                                parse_keypaths, read_dpo, read_info, read_keypaths, read_sft, resolve_data_root,
-                                subtask_images, write_dpo, write_sft, write_task)
+                                parse_keypaths, read_info, read_keypaths, resolve_data_root, subtask_images, write_task)
 from emmoe_eval.protocol import SubtaskText
+from emmoe_eval.training_data import read_dpo, read_sft, write_dpo, write_sft
 
 # The release's scene.json example, kept with the habitat_bridge tests (from the EMMOE release, Apache-2.0).
 OFFICIAL_SCENE = Path(__file__).resolve().parents[2] / "habitat_bridge" / "test" / "data" / "official_scene_example.json"

@@ -116,9 +116,10 @@ def test_release_reconstruction_drops_the_last_executed_subtask(kit):
     capped = [kit.ok(1, "[Go to, fridge]"), kit.fail(2, "[Pick, apple]", "E1"), kit.ok(3, "[Open, fridge]")]
     default, _ = score_run(Run("1", "1", capped), task, matcher, ScoringConfig(), NO_ATTRIBUTES)
     official, _ = score_run(Run("1", "1", capped), task, matcher, ScoringConfig(compat="official"), NO_ATTRIBUTES)
-    # default: Go to + Open matched = 2/3, one re-plan (step 3). release: the Open (last) is lost: 1/3, re-plans 0.
+    # default: Go to + Open matched = 2/3, one re-plan (step 3). release: the Open (last) is lost: 1/3; srr.ipynb
+    # counts the failed Pick as a re-plan: it is followed by a last round (the lost Open) that is not End (issue 11).
     assert (default.task_progress, default.replans, default.length) == (pytest.approx(2 / 3), 1, 3)
-    assert (official.task_progress, official.replans, official.length) == (pytest.approx(1 / 3), 0, 2)
+    assert (official.task_progress, official.replans, official.length) == (pytest.approx(1 / 3), 1, 2)
 
 
 def test_error_types_come_from_feedback_then_error_type_then_unclassified(kit):

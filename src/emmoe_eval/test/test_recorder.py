@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from emmoe_eval.bags import STEP_RECORD_TYPE, read_bag_runs, record_from_step, typestore
+from emmoe_eval.bags import (
+    STEP_RECORD_TYPE,
+    end_marker_record,
+    read_bag_runs,
+    record_from_step,
+    serialize_record,
+    typestore,
+)
 from emmoe_eval.conversation import read_conversation_run
 from emmoe_eval.recorder import Evaluator, EvaluatorConfig
 from emmoe_eval.records import RunInfo, step_from_record
@@ -19,14 +27,18 @@ def views_for(step: int) -> list[np.ndarray]:
     return [np.full((8, 8, 3), 10 * step + index, dtype=np.uint8) for index in range(4)]
 
 
-def feed(evaluator: Evaluator, info: RunInfo, steps, with_views: bool = True):
-    """Send steps as the node does (the step converted from a serialised record, which goes to the bag)."""
+def feed(evaluator: Evaluator, info: RunInfo, steps, with_views: bool = True, end_reason: str = ""):
+    """Send steps as the node does (the step converted from a serialised record, which goes to the bag); the last
+    one carries `end_reason`, as the planner sets it on a run's last record."""
     outcomes = []
-    for step in steps:
+    for number, step in enumerate(steps, start=1):
+        if number == len(steps) and end_reason:
+            step = replace(step, end_reason=end_reason)
         views = views_for(step.step) if with_views else []
         record = record_from_step(step, info, views, stamp_ns=step.step * 1000)
         data = bytes(typestore().serialize_cdr(record, STEP_RECORD_TYPE))
-        outcomes.append(evaluator.handle(info, step_from_record(record), views, data, step.step * 1000))
+        outcomes.append(evaluator.handle(info, step_from_record(record), views, data, step.step * 1000,
+                                         end_reason=step.end_reason or ""))
     return outcomes
 
 
@@ -39,7 +51,7 @@ def test_a_run_is_recorded_step_by_step_and_scored_at_end(handmade, tmp_path, ki
     # Before the run ends, every step so far is already on disk.
     assert [step.step for step in read_trajectory(run_dir / "trajectory.jsonl").steps] == [1, 2, 3]
     assert all(outcome.finished == [] for outcome in outcomes) and evaluator.open_runs == [("3", 1)]
-    (last, *_) = reversed(feed(evaluator, info, steps[3:]))
+    (last, *_) = reversed(feed(evaluator, info, steps[3:], end_reason="end"))
     (result,) = last.finished
     # Hand values of run 3/1 (conftest): TP 1, success, 8 steps, L* 7, 1 re-plan, one D1 error.
     assert (result["task_progress"], result["success"], result["ended_with_end"], result["end_reason"]) == \
@@ -54,29 +66,52 @@ def test_a_run_is_recorded_step_by_step_and_scored_at_end(handmade, tmp_path, ki
                                           "subtask3_right.png")
     # The bag holds the same steps as trajectory.jsonl; conversation.json rebuilds the same subtasks.
     (bag_run,) = read_bag_runs([run_dir / "episode.mcap"]).runs
-    assert bag_run.steps == trajectory.steps
+    assert bag_run.steps == trajectory.steps and bag_run.end_reason == trajectory.end_reason == "end"
     assert [step.subtask for step in read_conversation_run(run_dir / "conversation.json").steps] == \
         [step.subtask for step in steps]
     assert not (run_dir / "episode.mcap.partial").exists()
 
 
-def test_runs_end_at_max_steps_or_on_request(handmade, tmp_path, kit):
-    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, data_dir=handmade.data_dir, max_steps=4,
-                                          write_views=False))
-    outcomes = feed(evaluator, RunInfo("3", 2), kit.runs[("3", "2")][:4], with_views=False)
+def test_runs_end_on_the_planners_end_reason_or_on_request(handmade, tmp_path, kit):
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, data_dir=handmade.data_dir, write_views=False))
+    outcomes = feed(evaluator, RunInfo("3", 2), kit.runs[("3", "2")][:4], with_views=False, end_reason="step_limit")
     (result,) = outcomes[-1].finished
     # steps 1-4 of run 3/2: Go to fridge, x Pick, Open fridge, x Pick -> TP 2/6, 1 re-plan, step limit
     assert result["end_reason"] == "step_limit" and result["task_progress"] == pytest.approx(2 / 6)
     assert result["replans"] == 1 and not list((tmp_path / "3" / "2").glob("*.png"))
     feed(evaluator, RunInfo("91", 2), kit.runs[("91", "2")][:2], with_views=False)
     (requested,) = evaluator.finish_all()
-    assert (requested["end_reason"], requested["steps"], requested["task_progress"]) == ("requested", 2, 0.5)
+    # A run the planner never ended is an infrastructure failure, never the planner's result.
+    assert (requested["end_reason"], requested["steps"]) == ("error", 2)
+    assert requested["error_msg"] == "closed on request before the planner ended the run"
     assert evaluator.open_runs == []
+    run_dir = tmp_path / "91" / "2"
+    assert read_trajectory(run_dir / "trajectory.jsonl").end_reason == "error"
+    (bag_run,) = read_bag_runs([run_dir / "episode.mcap"]).runs
+    assert (bag_run.end_reason, len(bag_run.steps)) == ("error", 2)
+
+
+def test_a_run_end_marker_closes_a_run_even_without_steps(handmade, tmp_path):
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, data_dir=handmade.data_dir, write_views=False))
+    info = RunInfo("91", 1, "put the red bowl on the brown table", "openai", "images")
+    marker = end_marker_record(info, 1, "gave_up")
+    (result,) = evaluator.handle(info, None, (), serialize_record(marker), 1000, end_reason="gave_up").finished
+    # A planner that never parses: no step, no End credit, TP 0, not ended by the agent.
+    assert (result["end_reason"], result["steps"], result["task_progress"], result["ended_with_end"]) == \
+        ("gave_up", 0, 0.0, False)
+    run_dir = tmp_path / "91" / "1"
+    run = read_trajectory(run_dir / "trajectory.jsonl")
+    assert (run.steps, run.end_reason) == ([], "gave_up")
+    (bag_run,) = read_bag_runs([run_dir / "episode.mcap"]).runs
+    assert (bag_run.steps, bag_run.end_reason) == ([], "gave_up")
+    assert evaluator.handle(info, None, end_reason="finished").problems == [
+        "episode 91 run 1: unknown end reason 'finished'; expected one of end, step_limit, gave_up, cancelled, error; "
+        "ignored"]
 
 
 def test_unknown_tasks_get_progress_minus_one(tmp_path, kit):
     evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, record_bag=False))
-    (outcome,) = feed(evaluator, RunInfo("free-1", 1, "tidy up"), [kit.end(1)], with_views=False)
+    (outcome,) = feed(evaluator, RunInfo("free-1", 1, "tidy up"), [kit.end(1)], with_views=False, end_reason="end")
     (result,) = outcome.finished
     assert (result["task_known"], result["task_progress"], result["success"], result["bag"]) == \
         (False, -1.0, False, None)
@@ -93,7 +128,7 @@ def test_restarts_late_steps_and_gaps_are_reported(handmade, tmp_path, kit):
     assert restart.problems == ["episode 91 run 1: step 1 again; the run restarts and its earlier recording is replaced"]
     (gap,) = feed(evaluator, info, steps[2:3], with_views=False)
     assert gap.problems == ["episode 91 run 1: step 3 follows step 1"]
-    feed(evaluator, info, steps[3:], with_views=False)
+    feed(evaluator, info, steps[3:], with_views=False, end_reason="end")
     (late,) = feed(evaluator, info, steps[1:2], with_views=False)
     assert late.problems == ["episode 91 run 1: step 2 arrived after the run ended; ignored"]
     assert [step.step for step in read_trajectory(tmp_path / "91" / "1" / "trajectory.jsonl").steps] == [1, 3, 4, 5]
@@ -102,8 +137,6 @@ def test_restarts_late_steps_and_gaps_are_reported(handmade, tmp_path, kit):
 
 
 def test_config_errors_say_what_to_fix(tmp_path):
-    with pytest.raises(ValueError, match="max_steps must be >= 1"):
-        EvaluatorConfig(out_dir=tmp_path, max_steps=0)
     with pytest.raises(ValueError, match="data_dir .* is not a folder"):
         EvaluatorConfig(out_dir=tmp_path, data_dir=tmp_path / "missing")
     with pytest.raises(ValueError, match="compat must be one of default, official"):

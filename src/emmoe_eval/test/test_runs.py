@@ -123,14 +123,17 @@ def test_release_reconstruction_appends_end_only_when_the_last_output_says_end(k
     assert release_reconstruction([]) == []
 
 
-def test_unparseable_last_output_counts_as_the_planner_giving_up():
+def test_unparseable_last_output_is_never_an_end():
+    # Issue 11: a give-up is not the agent's End. The release logs only parsed rounds, so an unparseable last output
+    # (not even the release's patterns match) is left out with a warning instead of becoming End.
     rounds = ["USER:\nTask: t\nInventory: None\nHistorical Execution: None\nFeedback: None\nNow...ASSISTANT:\n"
               "Analysis: a\nSubtask: [Go to, sofa]\nModel: NoMaD\n",
               "USER:\nTask: t\nInventory: None\nHistorical Execution: (1) Go to, sofa(success) \nFeedback: None\n"
               "Now...ASSISTANT:\nsorry, no idea\n"]
     steps, problems = steps_from_conversation([parse_round(text, "r") for text in rounds], "c.json")
-    assert [(step.action, step.success) for step in steps] == [("Go to", True), ("End", True)]
-    assert problems == []
+    assert [(step.action, step.success) for step in steps] == [("Go to", True)]
+    assert problems == ["c.json: the last output does not parse (the release logs only parsed outputs); its subtask "
+                        "is unknown and left out"]
 
 
 def test_malformed_conversation_files_are_corrupt_runs(tmp_path):

@@ -20,6 +20,7 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass, field, replace
 
 from emmoe_eval.names import default_alias_table, normalize
+from emmoe_eval.robot import fetch
 
 from habitat_bridge import catalog, furniture, layout, occupancy
 from habitat_bridge.official import OfficialEpisode, receptacle_canonical
@@ -62,7 +63,8 @@ class ObjectRequest:
     Attributes:
         canonical: the object's canonical name.
         receptacle: canonical name of the furniture it must start on or in ("" = anywhere).
-        region: "sink" or "drawer" to pick that part of the kitchen counter ("" = any region).
+        region: "drawer" for any drawer of the kitchen counter, or a support surface's own name ("sink", "drawer_1",
+            "shelf_0", ...; "" = any region).
     """
 
     canonical: str
@@ -258,8 +260,8 @@ def _place_objects(plan: _Plan, base: SceneSpec, requests: Sequence[ObjectReques
         if request.receptacle:
             wanted = table.canonicals(request.receptacle) | {request.receptacle}
             chosen = [(region, weight) for region, weight in fitting if region.furniture.canonical in wanted
-                      and (not request.region or request.region == ("drawer" if region.surface.part
-                                                                    else region.surface.name))]
+                      and (not request.region or request.region in (region.surface.name, "drawer"
+                                                                    if region.surface.part else region.surface.name))]
             fitting = chosen or fitting
         for _ in range(20):
             region = plan.rng.choices([item[0] for item in fitting], [item[1] for item in fitting])[0]
@@ -281,7 +283,7 @@ def _robot_start(plan: _Plan, spec: SceneSpec) -> RobotStart:
     xmin, ymin, xmax, ymax = spec.bounds()
     middle = ((xmin + xmax) / 2, (ymin + ymax) / 2)
     base = occupancy.occupancy_grid(spec, 0.05, door_footprint=GENERATOR_DOOR_FOOTPRINT)
-    for clearance in (0.6, occupancy.ROBOT_RADIUS + 0.05):
+    for clearance in (0.6, fetch.ROBOT_RADIUS + 0.05):
         grid = base.inflated(clearance)
         for _ in range(200):
             room = living if plan.rng.random() < 0.6 else kitchen

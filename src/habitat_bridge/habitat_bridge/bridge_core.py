@@ -14,14 +14,16 @@ from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from emmoe_interfaces.msg import ContainerState as ContainerStateMsg
-from emmoe_interfaces.msg import ObjectState, VisibleObjects
+from emmoe_eval.robot.messages import fill_pose, snapshot_to_query
+from emmoe_eval.robot.scene import snapshot_of
+from emmoe_eval.robot.state import VIEWS, BackendError, Pose, RobotState, UnknownNameError
+from emmoe_interfaces.msg import VisibleObjects
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from geometry_msgs.msg import Pose as PoseMsg
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Image, JointState
 
-from habitat_bridge.backends.base import VIEWS, BackendError, Pose, RobotState, SimBackend, UnknownNameError
+from habitat_bridge.backends.base import SimBackend
 from habitat_bridge.official import is_official_scene, parse_official_episode
 from habitat_bridge.scene_spec import SceneSpec, SceneSpecError, parse_scene_text
 
@@ -40,6 +42,9 @@ class BridgeConfig:
         publish_depth: publish depth images with the RGB views.
         cmd_vel_timeout: seconds without /cmd_vel after which the base is stopped.
         image_size: width and height of each view in pixels (mujoco backend).
+        video_rate_hz: how often the head front view and the third-person view are published for recording videos
+            (`/sim/head_front/image_raw`, `/sim/third_person/image_raw`), only while someone subscribes, also while
+            a skill has paused the free-running simulation (0 = never).
     """
 
     backend: str = "auto"
@@ -50,6 +55,7 @@ class BridgeConfig:
     publish_depth: bool = False
     cmd_vel_timeout: float = 0.5
     image_size: int = 256
+    video_rate_hz: float = 5.0
 
     def __post_init__(self) -> None:
         if self.backend not in ("auto", "mujoco", "habitat"):
@@ -64,6 +70,21 @@ class BridgeConfig:
             raise ValueError(f"cmd_vel_timeout must be positive, got {self.cmd_vel_timeout}")
         if not 16 <= self.image_size <= 1024:
             raise ValueError(f"image_size must be within [16, 1024], got {self.image_size}")
+        if not 0.0 <= self.video_rate_hz <= 30.0:
+            raise ValueError(f"video_rate_hz must be within [0, 30], got {self.video_rate_hz}")
+
+
+# The third-person camera of the videos: behind the robot and above it, looking over it (MuJoCo backend).
+THIRD_PERSON_VIDEO_VIEW = "third_back"
+
+
+def video_views(available: tuple[str, ...]) -> dict[str, str]:
+    """Video stream -> backend view: `head` the head front view, `third` the third-person view where the backend
+    has one."""
+    views = {"head": VIEWS[0]}
+    if THIRD_PERSON_VIDEO_VIEW in available:
+        views["third"] = THIRD_PERSON_VIDEO_VIEW
+    return views
 
 
 # ---- conversions ------------------------------------------------------------------------------------------------
@@ -102,12 +123,7 @@ def image_array(message: Image) -> np.ndarray:
 
 def pose_message(pose: Pose) -> PoseMsg:
     """geometry_msgs/Pose of a backend pose."""
-    message = PoseMsg()
-    message.position.x, message.position.y, message.position.z = (float(v) for v in pose.position)
-    w, x, y, z = pose.orientation
-    message.orientation.w, message.orientation.x = float(w), float(x)
-    message.orientation.y, message.orientation.z = float(y), float(z)
-    return message
+    return fill_pose(PoseMsg(), pose)
 
 
 def odometry_message(state: RobotState) -> Odometry:
@@ -206,35 +222,7 @@ def handle_query_scene(backend: SimBackend, request: QueryScene.Request,
                        response: QueryScene.Response) -> QueryScene.Response:
     """Serve /sim/query_scene: robot pose, held object, contact force, requested objects and containers."""
     try:
-        names = [name for name in request.names if name.strip()]
-        states = backend.object_states(names)
-        if names:
-            containers: dict[str, Any] = {}
-            for name in names:
-                try:
-                    found = backend.container_states([name])
-                except UnknownNameError:
-                    continue
-                containers.update({state.name: state for state in found})
-            container_states = list(containers.values())
-        else:
-            container_states = backend.container_states()
-        robot = backend.robot_state()
-        response.robot_pose = pose_message(robot.base)
-        response.held_object = robot.held_object or ""
-        response.contact_force = float(backend.contact_force())
-        for state in states:
-            message = ObjectState(name=state.name, canonical=state.canonical, kind=state.kind, on=state.receptacle,
-                                  inside=state.inside, distance=float(state.distance))
-            message.pose = pose_message(state.pose)
-            message.size.x, message.size.y, message.size.z = (float(v) for v in state.size)
-            response.objects.append(message)
-        for state in container_states:
-            response.containers.append(ContainerStateMsg(
-                name=state.name, canonical=state.canonical, furniture=state.furniture, joint_type=state.joint_type,
-                position=float(state.position), lower_limit=float(state.lower), upper_limit=float(state.upper),
-                open_threshold=float(state.open_threshold), is_open=state.is_open))
-        response.success, response.error_code = True, QueryScene.Response.NONE
+        snapshot_to_query(snapshot_of(backend, [name for name in request.names if name.strip()]), response)
     except UnknownNameError as error:
         response.error_code, response.error_msg = QueryScene.Response.UNKNOWN_NAME, str(error)
     except Exception as error:

@@ -6,7 +6,7 @@ subscribes `/cmd_vel` (linear.x forward, angular.z turn; the base stops when com
 serves `/sim/reset_episode`, `/sim/get_observation` and `/sim/query_scene` (emmoe_interfaces). The simulation
 advances by 1/rate_hz per control tick. A bad request gets an error code in its response; the node keeps running.
 
-In-process users of the backend (skills composed into the same process, e.g. homiebot_executor.sim_stack) share it
+In-process users of the backend (skills composed into the same process, e.g. homiebot.sim_stack) share it
 through two public context managers:
 - `exclusive()`: holds the simulator lock that every tick, service and /cmd_vel callback holds, and yields the
   backend: `with bridge.exclusive() as backend: backend.step(0.1)`. Re-entrant; the returned object can be kept and
@@ -17,8 +17,12 @@ through two public context managers:
   Nestable. A skill that steps the simulator in its own (simulated) time runs inside `paused()` and takes
   `exclusive()` around each backend call.
 
-Parameters: backend, scene_path, seed, rate_hz, camera_rate_hz, publish_depth, cmd_vel_timeout, image_size (see
-habitat_bridge.bridge_core.BridgeConfig). Run: `ros2 run habitat_bridge bridge_node` or
+While someone subscribes, `/sim/head_front/image_raw` and `/sim/third_person/image_raw` (rgb8, the head front view
+and a view from behind and above the robot, MuJoCo backend) are published at video_rate_hz, also while paused, so
+that the evaluator can record the videos of a run; nobody subscribing costs nothing.
+
+Parameters: backend, scene_path, seed, rate_hz, camera_rate_hz, publish_depth, cmd_vel_timeout, image_size,
+video_rate_hz (see habitat_bridge.bridge_core.BridgeConfig). Run: `ros2 run habitat_bridge bridge_node` or
 `python -m habitat_bridge.bridge_node`; it prints "habitat_bridge ready" once it serves.
 """
 
@@ -32,12 +36,22 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-import rclpy
+from emmoe_eval.ros_helpers import declare_config, spin_node
+from emmoe_eval.topics import (
+    CLOCK_TOPIC,
+    CMD_VEL_TOPIC,
+    GET_OBSERVATION_SERVICE,
+    JOINT_STATES_TOPIC,
+    ODOM_TOPIC,
+    QUERY_SCENE_SERVICE,
+    RESET_EPISODE_SERVICE,
+    camera_topic,
+)
+from emmoe_eval.videos import VIDEO_TOPICS
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState
@@ -73,14 +87,7 @@ class BridgeNode(Node):
 
     def __init__(self, backend: SimBackend | None = None, **node_kwargs: Any) -> None:
         super().__init__("habitat_bridge", **node_kwargs)
-        defaults = bridge_core.BridgeConfig()
-        for name in ("backend", "scene_path", "seed", "rate_hz", "camera_rate_hz", "publish_depth", "cmd_vel_timeout",
-                     "image_size"):
-            self.declare_parameter(name, getattr(defaults, name))
-        self.config = bridge_core.BridgeConfig(**{name: self.get_parameter(name).value
-                                                  for name in ("backend", "scene_path", "seed", "rate_hz",
-                                                               "camera_rate_hz", "publish_depth", "cmd_vel_timeout",
-                                                               "image_size")})
+        self.config = declare_config(self, bridge_core.BridgeConfig)
         self._lock = threading.RLock()
         self._pauses = 0
         if backend is None:
@@ -93,22 +100,26 @@ class BridgeNode(Node):
         self.get_logger().info(f"{self.backend.name} backend, episode {episode}")
 
         group = ReentrantCallbackGroup()
-        self._image_publishers = {view: self.create_publisher(Image, f"/head_camera/{view}/image_raw", 2)
-                                  for view in VIEWS}
-        self._depth_publishers = ({view: self.create_publisher(Image, f"/head_camera/{view}/depth/image_raw", 2)
+        self._image_publishers = {view: self.create_publisher(Image, camera_topic(view), 2) for view in VIEWS}
+        self._depth_publishers = ({view: self.create_publisher(Image, camera_topic(view, depth=True), 2)
                                    for view in VIEWS} if self.config.publish_depth else {})
-        self._odom_publisher = self.create_publisher(Odometry, "/odom", 10)
-        self._joint_publisher = self.create_publisher(JointState, "/joint_states", 10)
-        self._clock_publisher = self.create_publisher(Clock, "/clock", 10)
-        self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10, callback_group=group)
-        self.create_service(ResetEpisode, "/sim/reset_episode", self._on_reset, callback_group=group)
-        self.create_service(GetObservation, "/sim/get_observation", self._on_get_observation, callback_group=group)
-        self.create_service(QueryScene, "/sim/query_scene", self._on_query_scene, callback_group=group)
+        self._odom_publisher = self.create_publisher(Odometry, ODOM_TOPIC, 10)
+        self._joint_publisher = self.create_publisher(JointState, JOINT_STATES_TOPIC, 10)
+        self._clock_publisher = self.create_publisher(Clock, CLOCK_TOPIC, 10)
+        self.create_subscription(Twist, CMD_VEL_TOPIC, self._on_cmd_vel, 10, callback_group=group)
+        self.create_service(ResetEpisode, RESET_EPISODE_SERVICE, self._on_reset, callback_group=group)
+        self.create_service(GetObservation, GET_OBSERVATION_SERVICE, self._on_get_observation, callback_group=group)
+        self.create_service(QueryScene, QUERY_SCENE_SERVICE, self._on_query_scene, callback_group=group)
         self._last_cmd_vel = -float("inf")
         self._ticks = 0
         self._camera_every = (max(1, round(self.config.rate_hz / self.config.camera_rate_hz))
                               if self.config.camera_rate_hz > 0 else 0)
         self.create_timer(1.0 / self.config.rate_hz, self._on_tick, callback_group=group)
+        self._video_views = bridge_core.video_views(self.backend.views)
+        self._video_publishers = {stream: self.create_publisher(Image, VIDEO_TOPICS[stream], 2)
+                                  for stream in self._video_views}
+        if self.config.video_rate_hz > 0:
+            self.create_timer(1.0 / self.config.video_rate_hz, self._on_video_tick, callback_group=group)
 
     # ---- in-process access ---------------------------------------------------------------------------------------
     def exclusive(self) -> SimulatorAccess:
@@ -173,6 +184,23 @@ class BridgeNode(Node):
             self.get_logger().error(f"simulation tick failed: {bridge_core.describe_backend_error(error)}",
                                     throttle_duration_sec=5.0)
 
+    def _on_video_tick(self) -> None:
+        """Publish the video views that someone subscribes to (between the exclusive sections of a paused body)."""
+        streams = [stream for stream, publisher in self._video_publishers.items()
+                   if publisher.get_subscription_count() > 0]
+        if not streams:
+            return
+        try:
+            with self._lock:
+                observation = self.backend.observe([self._video_views[stream] for stream in streams])
+            for stream in streams:
+                view = self._video_views[stream]
+                self._video_publishers[stream].publish(bridge_core.image_message(observation.rgb[view],
+                                                                                 observation.time, f"video_{view}"))
+        except Exception as error:  # videos are best effort; the simulation goes on
+            self.get_logger().error(f"video frame failed: {bridge_core.describe_backend_error(error)}",
+                                    throttle_duration_sec=5.0)
+
     def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         with self._lock:
             result = bridge_core.handle_reset(self.backend, request, response, self._default_scene)
@@ -199,26 +227,8 @@ class BridgeNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of `bridge_node`."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = BridgeNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        print(READY_LINE, flush=True)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, OSError) as error:  # a bad parameter or scene file: one line, no traceback
-        print(f"bridge_node: error: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    """Entry point of `bridge_node` (a bad parameter or scene file: one line on stderr, exit status 2)."""
+    return spin_node(BridgeNode, args, num_threads=4, name="bridge_node", ready_line=READY_LINE)
 
 
 if __name__ == "__main__":

@@ -164,6 +164,10 @@ def slot_defaults(model: str, slot: str) -> JointDefaults:
     raise ValueError(f"furniture model {model!r} has no articulated slot {slot!r}")
 
 
+# What each model's builder returns: static boxes, moving parts, support regions.
+_Parts = tuple[list[Box], list[MovingPart], list[Surface]]
+
+
 def furniture_geometry(model: str, size: Vec3, slots: tuple[str, ...] = ()) -> FurnitureGeometry:
     """Boxes, moving parts and support regions of a furniture model.
 
@@ -199,14 +203,14 @@ def _legs(length: float, depth: float, height: float, thickness: float, inset: f
     return legs
 
 
-def _table(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _table(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     top = _box("top", (-length / 2, -depth / 2, height - 0.04), (length / 2, depth / 2, height))
     legs = _legs(length, depth, height - 0.04, 0.05, 0.04)
     surface = Surface("top", (0.0, 0.0, height), (length / 2 - 0.04, depth / 2 - 0.04), False, 1.0)
     return [top, *legs], [], [surface]
 
 
-def _desk(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _desk(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     top = _box("top", (-length / 2, -depth / 2, height - 0.035), (length / 2, depth / 2, height))
     side_left = _box("side_0", (-length / 2, -depth / 2, 0.0), (-length / 2 + 0.03, depth / 2, height - 0.035))
     side_right = _box("side_1", (length / 2 - 0.03, -depth / 2, 0.0), (length / 2, depth / 2, height - 0.035))
@@ -215,7 +219,7 @@ def _desk(length: float, depth: float, height: float, slots: tuple[str, ...]) ->
     return [top, side_left, side_right, back], [], [surface]
 
 
-def _sofa(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _sofa(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     arm, back_depth, seat = 0.16, 0.22, 0.45
     darker = (0.16, 0.24, 0.45)
     base = _box("base", (-length / 2, -depth / 2, 0.05), (length / 2, depth / 2 - back_depth, seat - 0.12), darker)
@@ -237,7 +241,7 @@ def _sofa(length: float, depth: float, height: float, slots: tuple[str, ...]) ->
     return [base, cushion, back, arm_left, arm_right, *feet], [], [surface]
 
 
-def _chair(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _chair(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     seat = 0.46
     seat_box = _box("seat", (-length / 2, -depth / 2, seat - 0.04), (length / 2, depth / 2, seat))
     legs = _legs(length, depth, seat - 0.04, 0.04, 0.02)
@@ -246,7 +250,7 @@ def _chair(length: float, depth: float, height: float, slots: tuple[str, ...]) -
     return [seat_box, *legs, back], [], [surface]
 
 
-def _tv_stand(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _tv_stand(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     body = _box("body", (-length / 2, -depth / 2, 0.06), (length / 2, depth / 2, height))
     feet = [Box(f"foot_{index}", (x, y, 0.03), (0.03, 0.03, 0.03), HANDLE_COLOR)
             for index, (x, y) in enumerate(((-length / 2 + 0.06, -depth / 2 + 0.06), (length / 2 - 0.06,
@@ -260,14 +264,14 @@ def _tv_stand(length: float, depth: float, height: float, slots: tuple[str, ...]
     return [body, *feet, *fronts], [], [surface]
 
 
-def _tv(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _tv(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     frame = _box("frame", (-length / 2, -depth / 2 + 0.01, 0.0), (length / 2, depth / 2, height))
     screen = _box("screen", (-length / 2 + 0.03, -depth / 2, 0.03), (length / 2 - 0.03, -depth / 2 + 0.01,
                                                                      height - 0.03), (0.1, 0.12, 0.18))
     return [frame, screen], [], []
 
 
-def _counter(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _counter(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     top_z, zone_z = height - _COUNTER_TOP, height - _COUNTER_TOP - _DRAWER_ZONE
     front, back = -depth / 2, depth / 2
     sink_x = -length / 2 + _SINK_FROM_LEFT
@@ -359,7 +363,8 @@ def _hollow(length: float, depth: float, height: float, wall: float, plinth: flo
     ]
 
 
-def _door(length: float, depth: float, height: float, slots: tuple[str, ...], thickness: float) -> tuple:
+def _door(length: float, depth: float, height: float, slots: tuple[str, ...],
+          thickness: float) -> tuple[list[Box], list[MovingPart]]:
     """A door over the whole front, hinged at the left edge, opening outwards."""
     front = -depth / 2
     door = _box("door_panel", (-length / 2, front - thickness, 0.01), (length / 2, front, height - 0.01))
@@ -374,7 +379,7 @@ def _door(length: float, depth: float, height: float, slots: tuple[str, ...], th
     return [door, handle], []
 
 
-def _fridge(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _fridge(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     wall, plinth = 0.04, 0.12
     static = _hollow(length, depth, height, wall, plinth)
     shelf_heights = (0.6, 1.1)
@@ -390,7 +395,7 @@ def _fridge(length: float, depth: float, height: float, slots: tuple[str, ...]) 
     return static + door_static, moving, surfaces
 
 
-def _cabinet(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _cabinet(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     wall, plinth, shelf_z = 0.03, 0.06, 0.46
     static = _hollow(length, depth, height, wall, plinth)
     static.append(_box("shelf", (-length / 2 + wall, -depth / 2 + 0.03, shelf_z - 0.02),
@@ -405,7 +410,7 @@ def _cabinet(length: float, depth: float, height: float, slots: tuple[str, ...])
     return static + door_static, moving, surfaces
 
 
-def _shelf(length: float, depth: float, height: float, slots: tuple[str, ...]) -> tuple:
+def _shelf(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
     wall = 0.03
     boards = (0.06, 0.45, 0.85)
     static = [

@@ -1,6 +1,7 @@
 """World-frame geometry of a scene spec: furniture boxes, support regions and object start poses.
 
-Pure numpy; used by the MJCF builder, the occupancy grid, the top-down map and the object placement sampler.
+Pure numpy; used by the MJCF builder, the occupancy grid, the top-down map, the object placement sampler and the
+privileged skills' view of the scene (`scene_layout`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,14 @@ import random
 from dataclasses import dataclass, replace
 
 import numpy as np
+from emmoe_eval.robot.layout import (
+    FurnitureLayout,
+    PartLayout,
+    SceneLayout,
+    SupportRegion,
+    frame_to_world,
+    world_to_frame,
+)
 
 from habitat_bridge.furniture import Box, Surface
 from habitat_bridge.scene_spec import Furniture, SceneObject, SceneSpec, SceneSpecError
@@ -37,21 +46,17 @@ class WorldSurface:
 
     def to_world(self, u: float, v: float) -> tuple[float, float]:
         """World (x, y) of a point given relative to the region's centre."""
-        c, s = math.cos(self.yaw), math.sin(self.yaw)
-        return self.center[0] + c * u - s * v, self.center[1] + s * u + c * v
+        return frame_to_world(self.center, self.yaw, u, v)
 
     def to_local(self, x: float, y: float) -> tuple[float, float]:
         """(u, v) of a world point relative to the region's centre."""
-        dx, dy = x - self.center[0], y - self.center[1]
-        c, s = math.cos(self.yaw), math.sin(self.yaw)
-        return c * dx + s * dy, -s * dx + c * dy
+        return world_to_frame(self.center, self.yaw, x, y)
 
 
 def local_to_world(piece: Furniture, point: tuple[float, float, float]) -> tuple[float, float, float]:
     """A point of a piece's local frame in the world frame."""
-    c, s = math.cos(piece.pose.yaw), math.sin(piece.pose.yaw)
-    x, y, z = point
-    return piece.pose.x + c * x - s * y, piece.pose.y + s * x + c * y, z + piece.elevation
+    x, y = frame_to_world((piece.pose.x, piece.pose.y), piece.pose.yaw, point[0], point[1])
+    return x, y, point[2] + piece.elevation
 
 
 def _part_offset(piece: Furniture, part: str | None, position: float | None = None) -> np.ndarray:
@@ -79,6 +84,28 @@ def world_surfaces(spec: SceneSpec) -> list[WorldSurface]:
                 receptacle = articulation.name if articulation else piece.name
             found.append(WorldSurface(piece, surface, receptacle, center, surface.half, piece.pose.yaw))
     return found
+
+
+def scene_layout(spec: SceneSpec) -> SceneLayout:
+    """The spec as the privileged skills see it (emmoe_eval.robot.layout): furniture with their doors and drawers,
+    and every support region (world_surfaces, in that order)."""
+    pieces = []
+    for piece in spec.furniture:
+        parts = []
+        for moving in piece.geometry.moving:
+            articulation = piece.articulation_for_slot(moving.key)
+            if articulation is not None:
+                inner_face = max(box.center[1] + box.half[1] for box in moving.boxes)
+                parts.append(PartLayout(articulation.name, moving.joint, moving.axis, moving.pivot, moving.handle,
+                                        inner_face, articulation.initial))
+        pieces.append(FurnitureLayout(piece.name, piece.model, piece.pose.x, piece.pose.y, piece.pose.yaw, piece.size,
+                                      piece.elevation, tuple(parts)))
+    regions = []
+    for region in world_surfaces(spec):
+        part = region.receptacle if region.surface.part is not None else ""
+        regions.append(SupportRegion(region.furniture.name, region.surface.name, region.receptacle, region.center,
+                                     region.half, region.yaw, region.surface.inside, region.surface.clearance, part))
+    return SceneLayout(tuple(pieces), tuple(regions))
 
 
 def find_surface(spec: SceneSpec, obj: SceneObject) -> WorldSurface:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from emmoe_eval.robot.state import VIEWS
+
 from habitat_bridge import apartment, layout, topdown
-from habitat_bridge.backends.base import VIEWS
 from habitat_bridge.official import OfficialEpisode, is_official_scene, parse_official_episode
 from habitat_bridge.scene_spec import SceneSpec, SceneSpecError, parse_scene_text
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from emmoe_eval.robot.state import BackendError
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 
 from habitat_bridge import bridge_core
-from habitat_bridge.backends.base import BackendError
 from habitat_bridge.backends.mujoco_backend import MujocoBackend
 from habitat_bridge.scene_spec import SceneSpec, save_scene_spec
 

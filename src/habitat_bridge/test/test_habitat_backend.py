@@ -389,6 +389,20 @@ def test_containers_from_articulated_links(loaded: HabitatBackend) -> None:
     assert loaded.container_states(["drawer"])[0].position == 0.5  # clipped to the joint limit
 
 
+def test_the_privileged_scene_part_of_the_skill_interface(loaded: HabitatBackend) -> None:
+    """What the M3 skills need beyond the robot: a layout from bounding boxes, no arm checks, the Fetch kinematics."""
+    layout = loaded.scene_layout()
+    assert {piece.name for piece in layout.furniture} == {"frl_apartment_table_01_:0000", "fridge_:0000",
+                                                          "kitchen_counter_:0000"}
+    table_top = layout.region("frl_apartment_table_01_:0000", "top")
+    assert table_top is not None and table_top.center == pytest.approx((0.6, 0.0, 0.4 + 0.8 / 2))
+    door = layout.part("fridge_:0000/top_door")
+    assert door is not None and door.joint_type == "hinge"
+    assert layout.owner_of("kitchen_counter_:0000/drawer1_top").name == "kitchen_counter_:0000"
+    assert not loaded.arm_collides((0.0,) * 7, 0.2) and loaded.arm_path_free((0.0,) * 7, 0.2, (1.0,) * 7, 0.3)
+    assert "fetch/grip" in loaded.robot_description()
+
+
 def test_pinned_torso_and_head_are_reported_once(loaded: HabitatBackend, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("WARNING"):
         loaded.set_torso_target(0.3)
@@ -409,7 +423,7 @@ def test_occupancy_from_the_navmesh_is_flipped_into_z_up(loaded: HabitatBackend)
 
 def test_missing_habitat_is_a_clear_backend_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "habitat", None)
-    from habitat_bridge.backends.base import BackendError
+    from emmoe_eval.robot.state import BackendError
 
     with pytest.raises(BackendError, match="needs habitat-lab and habitat-sim"):
         HabitatModules.load()

@@ -9,10 +9,11 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
+from emmoe_eval.robot.state import VIEWS, BackendError, UnknownNameError
 
 from habitat_bridge import apartment
-from habitat_bridge.backends.base import VIEWS, BackendError, UnknownNameError
-from habitat_bridge.backends.mujoco_backend import GRIP_SITE, MujocoBackend
+from habitat_bridge.backends.mujoco_backend import MujocoBackend
+from habitat_bridge.backends.mujoco_index import GRIP_SITE
 from habitat_bridge.scene_spec import Furniture, Pose2D, RobotStart, Room, SceneObject, SceneSpec, Wall
 
 OPEN_ROOM = SceneSpec(

@@ -1,204 +1,165 @@
 """EMMOE tasks for the embedded simulator: definitions (YAML) -> official-layout task folders.
 
-A definition file (data/tasks/emmoe_test.yaml) lists, per task id, the instruction, the objects the
-scene must hold and where, the keypaths, and one expert trajectory. `build_tasks` validates it (the
-names resolve through the alias table, every keypath ends in [End], the expert trajectory reaches
-TP = 1 on its own keypaths) and writes `<data>/<split>/<id>/{scene.json,keypath.json,info.txt}`
-with the simulator's apartment generator and emmoe_eval's writers.
+Definition files (data/tasks/emmoe_train.yaml for tasks 1-90, data/tasks/emmoe_test.yaml for 91-100; parsed by
+`homiebot.task_definitions`) list per task the instruction, the objects the scene must hold and where, the keypaths
+and the expert trajectory. `build_tasks` validates them (names resolve through the alias table, every keypath ends
+in [End], the expert's successful steps reach TP = 1 on the task's keypaths) and writes
+`<data>/<split>/<id>/{scene.json,keypath.json,info.txt}`; tasks 1-90 go to train/, 91-100 to test/.
+`build_variants` writes seeded variants of train tasks (another apartment draw with the same objects on the same
+receptacles: different furniture placement, distractors and start pose) as `<data>/train/<id>_v<n>/`; test tasks
+never get variants.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-from emmoe_eval.dataset import InfoBlock, InfoTrajectory, Keypath, write_task
+from emmoe_eval.dataset import write_task
 from emmoe_eval.names import default_alias_table
-from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, SubtaskText, parse_subtask
+from emmoe_eval.protocol import SUCCESS_FEEDBACK
 
-DEFAULT_DEFINITIONS = Path("data/tasks/emmoe_test.yaml")
+from homiebot.task_definitions import (
+    TaskDefinition,
+    TaskDefinitionError,
+    load_all,
+    load_definitions,
+    parse_definition,
+)
 
+__all__ = ["DEFAULT_DEFINITIONS", "TEST_IDS", "TRAIN_IDS", "TaskDefinition", "TaskDefinitionError", "build_tasks",
+           "build_variants", "expert_reaches_the_goal", "load_all", "load_definitions", "parse_definition",
+           "scene_for", "split_of", "variant_id"]
 
-class TaskDefinitionError(ValueError):
-    """A task definition is invalid; the message names the file, the task and the field."""
-
-
-@dataclass(frozen=True)
-class PlacedObject:
-    """An object the task's scene must contain: canonical name, starting furniture, optional counter part."""
-
-    canonical: str
-    receptacle: str
-    region: str = ""
-
-
-@dataclass(frozen=True)
-class ExpertStep:
-    """One step of the expert trajectory."""
-
-    subtask: SubtaskText
-    model: str
-    analysis: str
+DEFAULT_DEFINITIONS: tuple[Path, ...] = (Path("data/tasks/emmoe_train.yaml"), Path("data/tasks/emmoe_test.yaml"))
+TRAIN_IDS = range(1, 91)
+TEST_IDS = range(91, 101)
 
 
-@dataclass(frozen=True)
-class TaskDefinition:
-    """One simulator task.
+def split_of(task_id: int) -> str:
+    """The EMMOE split of a task id: 1-90 train, 91-100 test."""
+    if task_id in TRAIN_IDS:
+        return "train"
+    if task_id in TEST_IDS:
+        return "test"
+    raise TaskDefinitionError(f"task {task_id}: EMMOE task ids run from 1 to 100")
 
-    Attributes:
-        task_id: EMMOE task id.
-        instruction: the benchmark's instruction text.
-        objects: objects the scene must contain.
-        clear: canonical names of furniture that must hold no other object, and of objects that must not appear
-            besides the listed ones (so "all items on the sofa" and "two kinds of fruit" mean what the keypaths say).
-        keypaths: ways to complete the task, each ending in [End].
-        expert: one successful trajectory (the info.txt content).
+
+def variant_id(task_id: int, number: int) -> str:
+    """Folder name of a task's variant: "12_v3"."""
+    return f"{task_id}_v{number}"
+
+
+def _variant_seed(task_id: int, number: int, seed: int) -> int:
+    return 1_000_000 * (seed + 1) + 1_000 * task_id + number
+
+
+def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, Any]:
+    """The task's apartment holding the definition's objects, as a scene-spec mapping.
+
+    The apartment is drawn with `seed` (variants), else the definition's seed, else the task id. The generator adds random clutter after the
+    required objects; the clutter kept is what cannot change the task: nothing inside a container, nothing of a kind
+    the definition places itself, nothing of a `clear` kind or on `clear` furniture. Doors and drawers named in
+    `open` start fully open.
     """
-
-    task_id: int
-    instruction: str
-    objects: tuple[PlacedObject, ...]
-    clear: tuple[str, ...]
-    keypaths: tuple[Keypath, ...]
-    expert: tuple[ExpertStep, ...]
-
-    def info(self) -> InfoTrajectory:
-        """The expert trajectory as info.txt content, with the inventory after every step."""
-        held: list[str] = []
-        blocks = []
-        for index, step in enumerate(self.expert, start=1):
-            if step.subtask.action == "Pick":
-                held.append(step.subtask.target)
-            elif step.subtask.action == "Put" and step.subtask.target in held:
-                held.remove(step.subtask.target)
-            blocks.append(InfoBlock(index=index, subtask=step.subtask, model=step.model, analysis=step.analysis,
-                                    feedback=SUCCESS_FEEDBACK, inventory=" ".join(held) or "None"))
-        return InfoTrajectory(task=self.instruction, blocks=tuple(blocks))
-
-
-def _fail(source: str, task: object, field: str, message: str) -> TaskDefinitionError:
-    return TaskDefinitionError(f"{source}: task {task}: {field}: {message}")
-
-
-def _subtask(text: Any, source: str, task: object, field: str) -> SubtaskText:
-    if not isinstance(text, str):
-        raise _fail(source, task, field, f"expected a subtask like '[Go to, fridge]', got {text!r}")
-    try:
-        subtask = parse_subtask(text)
-    except ValueError as error:
-        raise _fail(source, task, field, str(error)) from error
-    if subtask.action not in ACTIONS:
-        raise _fail(source, task, field, f"unknown action {subtask.action!r}; expected one of {', '.join(ACTIONS)}")
-    table = default_alias_table()
-    for name in (subtask.target, subtask.place):
-        if name and not table.knows(name):
-            raise _fail(source, task, field, f"{name!r} is not in the alias table")
-    return subtask
-
-
-def parse_definition(task_id: Any, data: Any, source: str) -> TaskDefinition:
-    """Validate one task's mapping from the YAML file."""
-    if not isinstance(task_id, int):
-        raise TaskDefinitionError(f"{source}: task ids must be integers, got {task_id!r}")
-    if not isinstance(data, Mapping):
-        raise _fail(source, task_id, "definition", "expected a mapping")
-    for key in ("instruction", "objects", "keypaths", "expert"):
-        if key not in data:
-            raise _fail(source, task_id, key, "missing")
-    table = default_alias_table()
-    objects = []
-    for number, item in enumerate(data["objects"]):
-        field = f"objects[{number}]"
-        if not isinstance(item, Mapping) or "canonical" not in item or "receptacle" not in item:
-            raise _fail(source, task_id, field, "expected {canonical, receptacle[, region]}")
-        for key in ("canonical", "receptacle"):
-            if item[key] not in table.aliases:
-                raise _fail(source, task_id, f"{field}.{key}", f"{item[key]!r} is not a canonical alias-table entry")
-        objects.append(PlacedObject(item["canonical"], item["receptacle"], item.get("region", "")))
-    clear = tuple(data.get("clear", ()))
-    for number, name in enumerate(clear):
-        if name not in table.aliases:
-            raise _fail(source, task_id, f"clear[{number}]", f"{name!r} is not a canonical alias-table entry")
-    keypaths = []
-    for number, path in enumerate(data["keypaths"]):
-        nodes = tuple(_subtask(node, source, task_id, f"keypaths[{number}][{index}]")
-                      for index, node in enumerate(path or []))
-        if not nodes or nodes[-1].action != "End":
-            raise _fail(source, task_id, f"keypaths[{number}]", "a keypath must end with [End]")
-        keypaths.append(nodes)
-    expert = []
-    for number, step in enumerate(data["expert"]):
-        field = f"expert[{number}]"
-        if not isinstance(step, list) or len(step) != 3:
-            raise _fail(source, task_id, field, "expected [subtask, model, analysis]")
-        subtask = _subtask(step[0], source, task_id, field)
-        model = "" if subtask.action == "End" else str(step[1])
-        if subtask.action != "End" and model not in MODELS:
-            raise _fail(source, task_id, field, f"unknown model {model!r}; expected one of {', '.join(MODELS)}")
-        expert.append(ExpertStep(subtask, model, str(step[2])))
-    if not expert or expert[-1].subtask.action != "End":
-        raise _fail(source, task_id, "expert", "the expert trajectory must end with [End]")
-    return TaskDefinition(task_id, str(data["instruction"]), tuple(objects), clear, tuple(keypaths),
-                          tuple(expert))
-
-
-def load_definitions(path: Path | str = DEFAULT_DEFINITIONS) -> dict[int, TaskDefinition]:
-    """Read and validate a definition file."""
-    path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise TaskDefinitionError(f"{path}: cannot read: {error.strerror}") from error
-    except yaml.YAMLError as error:
-        raise TaskDefinitionError(f"{path}: not valid YAML: {error}") from error
-    if not isinstance(raw, Mapping):
-        raise TaskDefinitionError(f"{path}: expected a mapping of task id -> definition")
-    return {task_id: parse_definition(task_id, data, str(path)) for task_id, data in raw.items()}
-
-
-def scene_for(definition: TaskDefinition) -> dict[str, Any]:
-    """The task's apartment (seeded by the task id) holding the definition's objects, as a scene-spec mapping.
-
-    The generator adds random distractor objects after the required ones; those on `clear` furniture or of a
-    `clear` kind are removed.
-    """
-    from dataclasses import replace
-
     from habitat_bridge.apartment import ApartmentConfig, ObjectRequest, generate_apartment
+    from habitat_bridge.scene_spec import SceneSpecError
 
     requests = tuple(ObjectRequest(item.canonical, item.receptacle, item.region) for item in definition.objects)
-    spec = generate_apartment(definition.task_id, ApartmentConfig(required=requests))
+    draw = seed if seed is not None else definition.seed if definition.seed is not None else definition.task_id
+    try:
+        spec = generate_apartment(draw, ApartmentConfig(required=requests))
+    except SceneSpecError as error:
+        raise TaskDefinitionError(f"task {definition.task_id}: no scene for draw {draw}: {error}; name another seed "
+                                  f"or fewer objects") from error
     furniture_kind = {piece.name: piece.canonical for piece in spec.furniture}
     for piece in spec.furniture:
         for articulation in piece.articulations:
             furniture_kind[articulation.name] = piece.canonical
-    required, distractors = spec.objects[:len(requests)], spec.objects[len(requests):]
-    kept = tuple(item for item in distractors
-                 if item.canonical not in definition.clear and furniture_kind.get(item.receptacle) not in definition.clear)
-    return replace(spec, name=f"emmoe_task_{definition.task_id}", objects=required + kept).to_dict()
+    placed_kinds = {item.canonical for item in definition.objects}
+    required, clutter = spec.objects[:len(requests)], spec.objects[len(requests):]
+    kept = tuple(item for item in clutter
+                 if not item.inside and item.canonical not in placed_kinds and item.canonical not in definition.clear
+                 and furniture_kind.get(item.receptacle) not in definition.clear)
+    names = {articulation.name for piece in spec.furniture for articulation in piece.articulations}
+    unknown = sorted(set(definition.open) - names)
+    if unknown:
+        raise TaskDefinitionError(f"task {definition.task_id}: open: no door or drawer called {', '.join(unknown)}; "
+                                  f"the scene has {', '.join(sorted(names))}")
+    furniture = tuple(replace(piece, articulations=tuple(
+        replace(part, initial=part.range[1]) if part.name in definition.open else part
+        for part in piece.articulations)) for piece in spec.furniture)
+    name = f"emmoe_task_{definition.task_id}" if seed is None else f"emmoe_task_{definition.task_id}_seed_{seed}"
+    return replace(spec, name=name, furniture=furniture, objects=required + kept).to_dict()
 
 
 def expert_reaches_the_goal(definition: TaskDefinition) -> bool:
-    """Whether the expert trajectory scores TP = 1 on the definition's own keypaths."""
+    """Whether the expert trajectory's successful steps score TP = 1 on the definition's own keypaths."""
     from emmoe_eval.metrics import KeypathMatcher, NameIndex
     from emmoe_eval.runs import Step
 
     matcher = KeypathMatcher(str(definition.task_id), definition.keypaths, NameIndex(default_alias_table()))
     steps = [Step(step=index, action=step.subtask.action, target=step.subtask.target, place=step.subtask.place,
-                  model=step.model, success=True, feedback=SUCCESS_FEEDBACK)
+                  model=step.model, success=not step.expect, feedback=step.feedback)
              for index, step in enumerate(definition.expert, start=1)]
     return matcher.progress(steps) == 1.0
 
 
-def build_tasks(definitions: Mapping[int, TaskDefinition], data_dir: Path | str, split: str = "test") -> list[Path]:
-    """Write every task folder; refuses definitions whose expert does not complete its own keypaths."""
+def _checked(definition: TaskDefinition) -> TaskDefinition:
+    if not expert_reaches_the_goal(definition):
+        raise TaskDefinitionError(f"task {definition.task_id}: the expert trajectory does not complete any keypath")
+    for index, step in enumerate(definition.expert[:-1]):
+        if step.expect and definition.expert[index + 1].subtask.action == "End":
+            raise TaskDefinitionError(f"task {definition.task_id}: expert[{index}] is a designed failure; "
+                                      f"a re-plan must follow it, not End")
+    if not all(step.feedback != SUCCESS_FEEDBACK for step in definition.failures):
+        raise TaskDefinitionError(f"task {definition.task_id}: a designed failure has no feedback")
+    return definition
+
+
+def build_tasks(definitions: Mapping[int, TaskDefinition], data_dir: Path | str,
+                split: str | None = None) -> list[Path]:
+    """Write every task folder into its split (1-90 train, 91-100 test); `split` keeps only that split's tasks.
+
+    Raises:
+        TaskDefinitionError: for an expert that does not complete its own keypaths, or a designed failure that is
+            not followed by a re-plan.
+    """
     written = []
     for task_id, definition in sorted(definitions.items()):
-        if not expert_reaches_the_goal(definition):
-            raise TaskDefinitionError(f"task {task_id}: the expert trajectory does not complete any keypath")
-        written.append(write_task(data_dir, split, str(task_id), definition.info(), definition.keypaths,
+        task_split = split_of(task_id)
+        if split is not None and split != task_split:
+            continue
+        _checked(definition)
+        written.append(write_task(data_dir, task_split, str(task_id), definition.info(), definition.keypaths,
                                   scene=scene_for(definition)))
+    return written
+
+
+def build_variants(definitions: Mapping[int, TaskDefinition], data_dir: Path | str, count: int, seed: int = 0,
+                   task_ids: Sequence[int] | None = None) -> list[Path]:
+    """Write `count` seeded variants of each selected train task as `<data>/train/<id>_v<n>/`.
+
+    Raises:
+        TaskDefinitionError: when a selected task is a test task (test tasks never get variants) or the count is
+            negative.
+    """
+    if count < 0:
+        raise TaskDefinitionError(f"variants: expected a count >= 0, got {count}")
+    chosen = sorted(definitions) if task_ids is None else sorted(task_ids)
+    test_tasks = [task_id for task_id in chosen if split_of(task_id) == "test"]
+    if task_ids is not None and test_tasks:
+        raise TaskDefinitionError(f"tasks {', '.join(map(str, test_tasks))} are test tasks; test tasks never get "
+                                  f"variants")
+    written = []
+    for task_id in chosen:
+        if split_of(task_id) != "train":
+            continue
+        definition = _checked(definitions[task_id])
+        for number in range(1, count + 1):
+            scene = scene_for(definition, _variant_seed(task_id, number, seed))
+            written.append(write_task(data_dir, "train", variant_id(task_id, number), definition.info(),
+                                      definition.keypaths, scene=scene))
     return written

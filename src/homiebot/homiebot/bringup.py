@@ -37,7 +37,7 @@ class NodeSpec:
 
 
 EMMOE_SIM_NODES: tuple[NodeSpec, ...] = (
-    NodeSpec("sim_stack", "homiebot_executor", "sim_stack", single_node=False),
+    NodeSpec("sim_stack", "homiebot", "sim_stack", single_node=False),
     NodeSpec("emmoe_monitor", "homiebot_executor", "monitor_node"),
     NodeSpec("homiebot_executor", "homiebot_executor", "executor_node"),
     NodeSpec("emmoe_evaluator", "emmoe_eval", "evaluator_node"),

@@ -1,11 +1,15 @@
 """`homiebot run`: the EMMOE benchmark through the real ROS 2 stack.
 
 For each job (`--jobs N`), one complete stack (simulator with skill servers, monitor, executor,
-evaluator, planner) runs as separate processes on its own ROS_DOMAIN_ID. Pending (task, run) pairs
-are shared out between the jobs; each pair is one RunTask goal on that stack's /emmoe/run_task. The
+evaluator, planner) runs as separate processes on its own ROS_DOMAIN_ID, leased for the run (emmoe_eval.ros_domains)
+so that no other stack on the machine shares it. Pending (task, run) pairs are shared out between the jobs; each
+pair is one RunTask goal on that stack's /emmoe/run_task. The
 evaluator node writes every run to `<out>/<task>/<run>/` as it goes (trajectory.jsonl, views,
 episode.mcap, conversation.json, score.json), so a rerun skips the runs that have a score.json.
-At the end the experiment folder is scored with emmoe_eval.
+While runs go on the runner talks to the stack through ROS interfaces only: the RunTask result says how the run
+ended (the planner owns the episode), and the evaluator's RunScore on /emmoe/run_scores says it is recorded and
+scored; the runner never reads run files to learn that a run is over. At the end the experiment folder is scored
+with emmoe_eval.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,21 +25,25 @@ from pathlib import Path
 from typing import Any
 
 from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
+from emmoe_eval.ros_domains import NoFreeDomain, lease_domain
+from emmoe_eval.runs import NOT_PLANNER_RESULTS
 
 from homiebot.bringup import EMMOE_SIM_NODES, config_path, node_command, parse_overrides, stack_environment
+from emmoe_eval import topics
+
 from homiebot.ros_clients import require_localhost_discovery
 from homiebot.supervisor import ProcessSpec, Supervisor
 
 PLANNERS = ("smollm2", "mock", "expert", "openai", "hf", "random")
 SCORE_FILE = "score.json"
 PLANNER_NODE = "planner"
-EVALUATOR_NODE = "emmoe_evaluator"
+EVALUATOR_NODE = topics.EVALUATOR_NODE
 GOAL_REQUEST_TRIES = 3
 GOAL_REQUEST_WAIT_S = 10.0
-# Seconds the evaluator gets to close a run by itself (End, step limit) once all its steps are recorded.
-FINISH_GRACE_S = 2.0
-# Domain ids handed to parallel stacks (valid Linux DDS domains; 0, everyone's default, is never used).
-_DOMAIN_IDS = list(range(1, 102)) + list(range(215, 233))
+
+
+_END_WORDS = {"end": "ended by the agent", "step_limit": "step limit", "gave_up": "the planner gave up",
+              "cancelled": "cancelled", "error": "infrastructure failure"}
 
 
 class RunnerError(RuntimeError):
@@ -69,6 +76,7 @@ class RunnerConfig:
         overrides: extra `NODE.PARAM=VALUE` parameters.
         run_timeout_s: longest a single run may take before it is cancelled.
         startup_timeout_s: longest a stack may take to come up.
+        record_videos: the evaluator writes head-camera and third-person MP4s per subtask and per run.
     """
 
     tasks: str
@@ -84,6 +92,7 @@ class RunnerConfig:
     overrides: tuple[str, ...] = ()
     run_timeout_s: float = 1800.0
     startup_timeout_s: float = 180.0
+    record_videos: bool = True
 
     def __post_init__(self) -> None:
         if self.planner not in PLANNERS:
@@ -98,15 +107,6 @@ class RunnerConfig:
             parse_overrides(self.overrides)
         except ValueError as error:
             raise ValueError(f"--set: {error}") from error
-
-
-def _line_count(path: Path) -> int:
-    """Lines in a file (0 when it does not exist yet)."""
-    try:
-        with path.open("rb") as handle:
-            return sum(1 for _ in handle)
-    except OSError:
-        return 0
 
 
 def select_tasks(data_dir: Path, selection: str) -> list[str]:
@@ -133,9 +133,19 @@ def select_tasks(data_dir: Path, selection: str) -> list[str]:
 
 
 def pending_runs(out: Path, task_ids: Sequence[str], runs: int) -> list[tuple[str, int]]:
-    """The (task, run) pairs without a finished, scored run folder."""
+    """The (task, run) pairs without a finished, scored run folder, and those that ended without a benchmark result
+    (an infrastructure fault or a cancel: emmoe_eval.runs.NOT_PLANNER_RESULTS)."""
     return [(task_id, run) for task_id in task_ids for run in range(1, runs + 1)
-            if not (out / task_id / str(run) / SCORE_FILE).is_file()]
+            if not _has_result(out / task_id / str(run) / SCORE_FILE)]
+
+
+def _has_result(score_file: Path) -> bool:
+    """Whether a run's score.json exists and holds a planner result (an unreadable one does not)."""
+    try:
+        score = json.loads(score_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(score, dict) and score.get("end_reason") not in NOT_PLANNER_RESULTS
 
 
 def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
@@ -149,7 +159,7 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
         planner["hf_model_path"] = str(Path(config.model).resolve())
     overrides: dict[str, dict[str, object]] = {
         PLANNER_NODE: planner,
-        EVALUATOR_NODE: {"out_dir": out, "data_dir": data_dir, "max_steps": config.max_steps},
+        EVALUATOR_NODE: {"out_dir": out, "data_dir": data_dir, "record_videos": config.record_videos},
     }
     for node, values in parse_overrides(config.overrides).items():
         overrides.setdefault(node, {}).update(values)
@@ -185,31 +195,28 @@ class Stack:
             echo=echo)
         self.context: Any = None
         self.node: Any = None
-        self.out = config.out
-        self.scores: dict[tuple[str, int], dict[str, Any]] = {}
+        self.scores: dict[tuple[str, int], Any] = {}
 
     def _on_score(self, message: Any) -> None:
-        score = json.loads(message.data)
-        self.scores[(str(score.get("episode_id")), int(score.get("run_index", 0)))] = score
+        self.scores[(message.episode_id, int(message.run_index))] = message
 
     def start(self, timeout_s: float) -> None:
         """Start the processes and wait until the planner's /emmoe/run_task is served."""
         import rclpy
-        from emmoe_eval.evaluator_node import SCORES_TOPIC
         from rclpy.action import ActionClient
         from rclpy.context import Context
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import String
 
         from emmoe_interfaces.action import RunTask
+        from emmoe_interfaces.msg import RunScore
 
         self.supervisor.start()
         self.context = Context()
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.node = rclpy.create_node(f"homiebot_run_{os.getpid()}", context=self.context)
-        self.client = ActionClient(self.node, RunTask, "/emmoe/run_task")
+        self.client = ActionClient(self.node, RunTask, topics.RUN_TASK_ACTION)
         scores_qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-        self.node.create_subscription(String, SCORES_TOPIC, self._on_score, scores_qos)
+        self.node.create_subscription(RunScore, topics.SCORES_TOPIC, self._on_score, scores_qos)
         deadline = time.monotonic() + timeout_s
         while not self.client.wait_for_server(timeout_sec=1.0):
             ended = self.supervisor.exited()
@@ -222,99 +229,78 @@ class Stack:
         tail = "\n".join(f"    {line}" for line in self.supervisor.lines[name][-15:])
         return f"node process {name} exited with status {code}; its last lines:\n{tail}"
 
-    def run_task(self, task_id: str, run_index: int, max_steps: int, timeout_s: float) -> Any:
-        """One RunTask goal; returns its result or raises RunnerError."""
+    def _raise_if_a_node_died(self) -> None:
+        ended = self.supervisor.exited()
+        if ended:
+            raise NodeDied(ended[0].name, self._death_message(ended[0].name, ended[0].returncode))
+
+    def _executor(self) -> Any:
         from rclpy.executors import SingleThreadedExecutor
+
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(self.node)
+        return executor
+
+    def run_task(self, task_id: str, run_index: int, max_steps: int, timeout_s: float) -> Any:
+        """One RunTask goal; returns its result or raises RunnerError (NodeDied when a node process exits)."""
+        from emmoe_eval.ros_helpers import CallStatus, send_action_goal
 
         from emmoe_interfaces.action import RunTask
 
-        executor = SingleThreadedExecutor(context=self.context)
-        executor.add_node(self.node)
+        goal = RunTask.Goal(task_id=task_id, run_index=run_index, max_steps=max_steps)
+        executor = self._executor()
         try:
-            goal = RunTask.Goal(task_id=task_id, run_index=run_index, max_steps=max_steps)
-            handle = None
-            # Right after discovery Fast DDS may drop a goal request; it is sent again until answered.
-            for _ in range(GOAL_REQUEST_TRIES):
-                future = self.client.send_goal_async(goal)
-                executor.spin_until_future_complete(future, timeout_sec=GOAL_REQUEST_WAIT_S)
-                if future.done():
-                    handle = future.result()
-                    break
-            if handle is None or not handle.accepted:
-                raise RunnerError(f"the planner did not accept task {task_id} run {run_index}")
-            result_future = handle.get_result_async()
-            deadline = time.monotonic() + timeout_s
-            while not result_future.done():
-                executor.spin_once(timeout_sec=0.5)
-                ended = self.supervisor.exited()
-                if ended:
-                    raise NodeDied(ended[0].name, self._death_message(ended[0].name, ended[0].returncode))
-                if time.monotonic() > deadline:
-                    cancel = handle.cancel_goal_async()
-                    executor.spin_until_future_complete(cancel, timeout_sec=10.0)
-                    raise RunnerError(f"task {task_id} run {run_index} took longer than {timeout_s:.0f} s")
-            return result_future.result().result
+            # Right after discovery Fast DDS may drop a goal request: an unanswered request is sent again.
+            outcome = send_action_goal(self.client, goal, accept_timeout_s=GOAL_REQUEST_WAIT_S,
+                                       result_timeout_s=timeout_s, cancel=lambda: bool(self.supervisor.exited()),
+                                       server_wait_s=GOAL_REQUEST_WAIT_S, cancel_wait_s=10.0,
+                                       request_tries=GOAL_REQUEST_TRIES, executor=executor)
+            self._raise_if_a_node_died()
+            if outcome.status is CallStatus.TIMEOUT:
+                raise RunnerError(f"task {task_id} run {run_index} took longer than {timeout_s:.0f} s")
+            if not outcome.ok:
+                raise RunnerError(f"task {task_id} run {run_index}: {outcome.message}")
+            return outcome.result
         finally:
-            executor.remove_node(self.node)
             executor.shutdown()
 
-    def wait_for_score(self, task_id: str, run_index: int, steps: int, timeout_s: float = 60.0) -> dict[str, Any]:
-        """The evaluator's score of a run that the planner has finished.
-
-        The evaluator closes a run by itself at End or the step limit. A run the planner ended early (an
-        error) is closed through the evaluator's finish_runs service, once all of its `steps` StepRecords
-        are on disk (they travel on another topic than the RunTask result, so they may still be arriving).
+    def wait_for_score(self, task_id: str, run_index: int, timeout_s: float = 60.0) -> Any:
+        """The evaluator's RunScore of a run the planner has ended (its last StepRecord carried the end reason).
 
         Raises:
-            RunnerError: when no score arrives in time.
+            RunnerError: when no score arrives in time (NodeDied when a node process exits meanwhile).
         """
-        from rclpy.executors import SingleThreadedExecutor
-        from std_srvs.srv import Trigger
+        from emmoe_eval.ros_helpers import WaitStatus, spin_until
 
         key = (task_id, run_index)
-        trajectory = self.out / task_id / str(run_index) / "trajectory.jsonl"
-        executor = SingleThreadedExecutor(context=self.context)
-        executor.add_node(self.node)
-        client = self.node.create_client(Trigger, f"/{EVALUATOR_NODE}/finish_runs")
-        started = time.monotonic()
-        asked = False
+        executor = self._executor()
         try:
-            while key not in self.scores:
-                executor.spin_once(timeout_sec=0.2)
-                waited = time.monotonic() - started
-                if waited > timeout_s:
-                    raise RunnerError(f"the evaluator did not score task {task_id} run {run_index} in {timeout_s:.0f} s")
-                if not asked and waited > FINISH_GRACE_S and _line_count(trajectory) >= steps:
-                    if client.wait_for_service(timeout_sec=5.0):
-                        client.call_async(Trigger.Request())
-                        asked = True
+            status = spin_until(executor, lambda: key in self.scores, timeout_s,
+                                cancel=lambda: bool(self.supervisor.exited()), poll_s=0.05)
+            if status is WaitStatus.CANCELLED:
+                self._raise_if_a_node_died()
+            if status is not WaitStatus.DONE:
+                raise RunnerError(f"the evaluator did not score task {task_id} run {run_index} in {timeout_s:.0f} s")
             return self.scores.pop(key)
         finally:
-            executor.remove_node(self.node)
             executor.shutdown()
-            self.node.destroy_client(client)
 
     def close_runs_after_death(self, died: str) -> bool:
-        """After a node died mid-run: have the evaluator score what it recorded of the run (a failed run).
+        """After a node died mid-run: have the evaluator close what it recorded of the run (an infrastructure
+        failure, reason error, never the planner's result).
 
         Returns whether the evaluator could be asked (it cannot when it is the node that died).
         """
-        from rclpy.executors import SingleThreadedExecutor
+        from emmoe_eval.ros_helpers import call_service
         from std_srvs.srv import Trigger
 
         if died.endswith(EVALUATOR_NODE):
             return False
-        client = self.node.create_client(Trigger, f"/{EVALUATOR_NODE}/finish_runs")
-        executor = SingleThreadedExecutor(context=self.context)
-        executor.add_node(self.node)
+        client = self.node.create_client(Trigger, topics.FINISH_RUNS_SERVICE)
+        executor = self._executor()
         try:
-            if not client.wait_for_service(timeout_sec=5.0):
-                return False
-            future = client.call_async(Trigger.Request())
-            executor.spin_until_future_complete(future, timeout_sec=30.0)
-            return future.done()
+            return call_service(client, Trigger.Request(), timeout_s=30.0, server_wait_s=5.0, executor=executor).ok
         finally:
-            executor.remove_node(self.node)
             executor.shutdown()
             self.node.destroy_client(client)
 
@@ -349,7 +335,25 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
     pairs: queue.Queue[tuple[str, int]] = queue.Queue()
     for pair in work:
         pairs.put(pair)
-    domains = random.SystemRandom().sample(_DOMAIN_IDS, min(config.jobs, len(work)))
+    try:
+        leases = [lease_domain() for _ in range(min(config.jobs, len(work)))]
+    except NoFreeDomain as error:
+        raise RunnerError(str(error)) from None
+    try:
+        _run_on_stacks(config, pairs, [lease.domain_id for lease in leases], progress, on_progress, echo_nodes)
+    finally:
+        for lease in leases:
+            lease.release()
+    return progress
+
+
+def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], domains: Sequence[int],
+                   progress: Progress, on_progress: Callable[[Progress, str], None] | None, echo_nodes: bool) -> None:
+    """Run the queued (task, run) pairs on one stack per domain id, a thread each.
+
+    Raises:
+        RunnerError: when a stack fails to start or dies.
+    """
     errors: list[BaseException] = []
 
     stacks = [Stack(config, domain, f"{index}:" if len(domains) > 1 else "", echo_nodes)
@@ -389,15 +393,14 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
                     stack = stacks[index] = Stack(config, stack.domain_id, stack.label, echo_nodes)
                     stack.start(config.startup_timeout_s)
                     continue
-                score = stack.wait_for_score(task_id, run_index, result.steps)
+                score = stack.wait_for_score(task_id, run_index)
                 with progress.lock:
                     progress.done += 1
                     if result.error_code != 0:
                         progress.failed.append(f"task {task_id} run {run_index}: {result.error_msg}")
-                    progress_value = score.get("task_progress")
                     summary = (f"task {task_id} run {run_index}: {result.steps} steps, "
-                               f"{'ended by the agent' if result.success else 'no End'}"
-                               + (f", TP {100 * progress_value:.0f}%" if progress_value is not None else "")
+                               f"{_END_WORDS.get(score.end_reason, score.end_reason)}"
+                               + (f", TP {100 * score.task_progress:.0f}%" if score.task_known else "")
                                + (f" (error: {result.error_msg})" if result.error_code else ""))
                 if on_progress is not None:
                     on_progress(progress, summary)
@@ -422,4 +425,3 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
         raise
     if errors:
         raise errors[0] if isinstance(errors[0], RunnerError) else RunnerError(str(errors[0]))
-    return progress

@@ -1,4 +1,5 @@
-"""The simulator's EMMOE test tasks: definitions validate, the committed data is what the builder writes."""
+"""The simulator's EMMOE tasks: definitions validate, the committed data is what the builder writes, the test tasks
+are as hard as their instructions, keypaths expand as written and variants never touch the test split."""
 
 from __future__ import annotations
 
@@ -7,12 +8,22 @@ import json
 from pathlib import Path
 
 import pytest
-from emmoe_eval.dataset import load_tasks
+from emmoe_eval.dataset import default_task_attributes, load_tasks, read_info
+from emmoe_eval.protocol import classify_feedback
 
-from homiebot.benchmark_tasks import TaskDefinitionError, build_tasks, load_definitions, parse_definition
+from homiebot.benchmark_tasks import (
+    TaskDefinitionError,
+    build_tasks,
+    build_variants,
+    load_all,
+    load_definitions,
+    parse_definition,
+    split_of,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
-DEFINITIONS = ROOT / "data" / "tasks" / "emmoe_test.yaml"
+TASKS = ROOT / "data" / "tasks"
+DEFINITION_FILES = (TASKS / "emmoe_train.yaml", TASKS / "emmoe_test.yaml")
 VALID = {
     "instruction": "put the apple on the sofa",
     "objects": [{"canonical": "013_apple", "receptacle": "frl_apartment_table_01"}],
@@ -22,22 +33,61 @@ VALID = {
 }
 
 
-def test_the_ten_test_tasks_are_defined():
-    definitions = load_definitions(DEFINITIONS)
-    assert sorted(definitions) == list(range(91, 101))
+@pytest.fixture(scope="module")
+def definitions():
+    return load_all(DEFINITION_FILES)
+
+
+def _scene(task_id: int) -> dict:
+    return json.loads((ROOT / "data" / split_of(task_id) / str(task_id) / "scene.json").read_text())
+
+
+def test_instructions_are_the_benchmark_text_and_splits_hold(definitions):
+    assert sorted(load_definitions(TASKS / "emmoe_test.yaml")) == list(range(91, 101))
+    assert all(1 <= task_id <= 90 for task_id in load_definitions(TASKS / "emmoe_train.yaml"))
     tsv = ROOT / "src" / "emmoe_eval" / "emmoe_eval" / "data" / "emmoe100_tasks.tsv"
     instructions = dict(line.split("\t", 1) for line in tsv.read_text().splitlines()[1:])
     for task_id, definition in definitions.items():
         assert definition.instruction == instructions[str(task_id)].strip()
 
 
-def test_committed_task_data_is_what_the_builder_writes(tmp_path):
-    build_tasks(load_definitions(DEFINITIONS), tmp_path)
-    for task_id in range(91, 101):
-        fresh, committed = tmp_path / "test" / str(task_id), ROOT / "data" / "test" / str(task_id)
+def test_committed_task_data_is_what_the_builder_writes(definitions, tmp_path):
+    build_tasks(definitions, tmp_path)
+    for task_id in definitions:
+        split = split_of(task_id)
+        fresh, committed = tmp_path / split / str(task_id), ROOT / "data" / split / str(task_id)
         for name in ("info.txt", "keypath.json", "scene.json"):
             assert filecmp.cmp(fresh / name, committed / name, shallow=False), \
-                f"data/test/{task_id}/{name} is stale: run `homiebot tasks build`"
+                f"data/{split}/{task_id}/{name} is stale: run `homiebot tasks build`"
+
+
+# Train tasks whose instruction puts an object taller than the kitchen drawers' 0.13 m clearance into a drawer
+# (5: master chef can, 24: cracker box, 28: bleach cleanser); they wait for deeper drawers in the simulator.
+BLOCKED = {5: "master chef can taller than a drawer", 24: "cracker box taller than a drawer",
+           28: "bleach cleanser taller than a drawer"}
+
+
+def test_counts_on_the_committed_definitions(definitions):
+    """The paper's shape: 90 train and 10 test tasks, 870-1,060 expert subtasks over the 100 (966 in the paper),
+    long-horizon tasks with at least ten, about 30-45 designed failures each followed by its re-plan, and the
+    info.txt feedback of every block is the exact string of its designed error type."""
+    assert sorted(definitions) == sorted(set(range(1, 101)) - set(BLOCKED))
+    long_horizon = default_task_attributes().members["long-horizon"]
+    for task_id, definition in definitions.items():
+        if task_id in long_horizon:
+            assert len(definition.expert) >= 10, f"task {task_id} is long-horizon but has {len(definition.expert)}"
+        for index, step in enumerate(definition.expert):
+            if step.expect:
+                assert definition.expert[index + 1].subtask.action != "End", (task_id, index)
+        info = read_info(ROOT / "data" / split_of(task_id) / str(task_id) / "info.txt")
+        assert [classify_feedback(block.feedback) or "" for block in info.blocks] == \
+               [step.expect for step in definition.expert], task_id
+    subtasks = sum(len(definition.expert) for definition in definitions.values())
+    assert 870 - 10 * len(BLOCKED) <= subtasks <= 1060
+    failures = [step.expect for definition in definitions.values() for step in definition.failures]
+    assert 30 <= len(failures) <= 45
+    assert len(set(failures)) >= 6
+    assert sum(1 for definition in definitions.values() if definition.failures) >= 30
 
 
 def test_committed_tasks_read_back_in_the_official_layout():
@@ -45,23 +95,58 @@ def test_committed_tasks_read_back_in_the_official_layout():
     assert sorted(tasks, key=int) == [str(task_id) for task_id in range(91, 101)]
     task = tasks["100"]
     assert task.instruction == "put the green_can on the brown_table to the fridge"
-    assert task.expert_length == 7 and len(task.keypaths) == 2
-    assert [block.inventory for block in task.info.blocks][3:6] == ["green_can", "green_can", "None"]
+    assert task.expert_length == 14 and len(task.keypaths) == 4
+    blocks = task.info.blocks
+    assert blocks[3].feedback == "Unable to put, the fridge is closed, you should open it first"
+    assert [block.inventory for block in blocks][1:6] == ["green_can"] * 4 + ["None"]
 
 
-def test_scenes_hold_the_required_objects_and_respect_clear():
-    definitions = load_definitions(DEFINITIONS)
-    for task_id, definition in definitions.items():
-        scene = json.loads((ROOT / "data" / "test" / str(task_id) / "scene.json").read_text())
-        canonicals = [item["canonical"] for item in scene["objects"]]
-        for item in definition.objects:
-            assert item.canonical in canonicals, (task_id, item)
-    scene_94 = json.loads((ROOT / "data" / "test" / "94" / "scene.json").read_text())
-    on_sofa = sorted(item["canonical"] for item in scene_94["objects"] if item["receptacle"].startswith("sofa"))
+def test_test_scenes_are_as_hard_as_their_instructions():
+    scene_91 = _scene(91)
+    drawers = {item["receptacle"] for item in scene_91["objects"] if item["inside"]}
+    bowl = next(item for item in scene_91["objects"] if item["canonical"] == "024_bowl" and item["inside"])
+    assert len(drawers) >= 2 and "drawer" in bowl["receptacle"]
+    on_sofa = sorted(item["canonical"] for item in _scene(94)["objects"] if item["receptacle"].startswith("sofa"))
     assert on_sofa == ["003_cracker_box", "011_banana"]
-    scene_91 = json.loads((ROOT / "data" / "test" / "91" / "scene.json").read_text())
-    bowl = next(item for item in scene_91["objects"] if item["canonical"] == "024_bowl")
-    assert bowl["inside"] and "drawer" in bowl["receptacle"]
+    kinds_98 = [item["canonical"] for item in _scene(98)["objects"]]
+    assert kinds_98.count("024_bowl") == 2 and kinds_98.count("011_banana") == 1
+    green = [item for item in _scene(100)["objects"] if item["canonical"] == "010_potted_meat_can"]
+    assert len(green) == 1 and green[0]["receptacle"].startswith("brown_table")
+    assert any(item["canonical"] == "002_master_chef_can" for item in _scene(100)["objects"])
+
+
+def test_test_keypaths_accept_every_valid_order_and_destination(definitions):
+    def picks(path):
+        return tuple(node.target for node in path if node.action == "Pick")
+
+    assert sorted(set(map(picks, definitions[97].keypaths))) == sorted(
+        [("orange", "peach"), ("peach", "orange"), ("orange", "lemon"), ("lemon", "orange"), ("peach", "lemon"),
+         ("lemon", "peach")])
+    assert {picks(path) for path in definitions[92].keypaths} == {("apple",), ("lemon",)}
+    places = {tuple(node.place for node in path if node.action == "Put") for path in definitions[93].keypaths}
+    assert ("brown_table", "kitchen_counter") in places and ("white_desk", "white_desk") in places
+    assert {picks(path) for path in definitions[93].keypaths} == {("mug", "sponge"), ("sponge", "mug")}
+
+
+def test_compact_keypaths_expand_and_keep_each_meaning_once():
+    data = {**VALID, "keypaths": [
+        [{"any_order": [["[Pick, apple]", "[Put, apple, sink|kitchen_counter]"], ["[Pick, mug]"]]}, "[End]"],
+        [{"one_of": [["[Pick, apple]"], ["[Pick, lemon]"]]}, "[End]"]]}
+    paths = [[str(node) for node in path] for path in parse_definition(7, data, "t.yaml").keypaths]
+    assert paths == [["[Pick, apple]", "[Put, apple, sink]", "[Pick, mug]", "[End]"],
+                     ["[Pick, mug]", "[Pick, apple]", "[Put, apple, sink]", "[End]"],
+                     ["[Pick, apple]", "[End]"], ["[Pick, lemon]", "[End]"]]
+
+
+def test_a_designed_failure_carries_its_feedback_and_keeps_the_inventory():
+    data = {**VALID, "expert": [["[Go to, apple]", "PixNav", "a"], ["[Wash, apple]", "RT-1-X", "x", "F1"],
+                                ["[Pick, apple]", "RT-1-X", "b"], ["[Put, apple, fridge]", "RT-1-X", "c", "L3"],
+                                ["[Go to, sofa]", "NoMaD", "c"], ["[Put, apple, sofa]", "RT-1-X", "d"],
+                                ["[End]", "None", "e"]]}
+    blocks = parse_definition(7, data, "t.yaml").info().blocks
+    assert blocks[1].feedback == "wash is not in the action list! You should only choose actions in the list."
+    assert blocks[3].feedback == "Unable to put, the fridge is closed, you should open it first"
+    assert [block.inventory for block in blocks] == ["None", "None", "apple", "apple", "apple", "None", "None"]
 
 
 @pytest.mark.parametrize("change, message", [
@@ -70,7 +155,10 @@ def test_scenes_hold_the_required_objects_and_respect_clear():
     ({"keypaths": [["[Pick, unicorn]", "[End]"]]}, "'unicorn' is not in the alias table"),
     ({"objects": [{"canonical": "apple", "receptacle": "sofa"}]}, "objects[0].canonical: 'apple' is not a canonical"),
     ({"expert": [["[Pick, apple]", "Gripper3000", "x"], ["[End]", "None", "y"]]}, "unknown model 'Gripper3000'"),
+    ({"expert": [["[Pick, apple]", "RT-1-X", "x", "Z9"], ["[End]", "None", "y"]]}, "unknown error type 'Z9'"),
+    ({"expert": [["[Wash, apple]", "RT-1-X", "x"], ["[End]", "None", "y"]]}, "unknown action 'Wash'"),
     ({"clear": ["sofa"]}, "clear[0]: 'sofa' is not a canonical"),
+    ({"seed": "seven"}, "seed: expected an integer"),
 ])
 def test_invalid_definitions_name_the_field(change, message):
     with pytest.raises(TaskDefinitionError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -81,3 +169,22 @@ def test_an_expert_that_does_not_finish_is_refused(tmp_path):
     incomplete = {**VALID, "expert": [["[Go to, apple]", "PixNav", "a"], ["[End]", "None", "e"]]}
     with pytest.raises(TaskDefinitionError, match="does not complete any keypath"):
         build_tasks({7: parse_definition(7, incomplete, "tasks.yaml")}, tmp_path)
+
+
+def test_a_designed_failure_needs_a_replan(tmp_path):
+    data = {**VALID, "expert": [*VALID["expert"][:4], ["[Pick, apple]", "RT-1-X", "x", "L2"], ["[End]", "None", "e"]]}
+    with pytest.raises(TaskDefinitionError, match="a re-plan must follow it"):
+        build_tasks({7: parse_definition(7, data, "tasks.yaml")}, tmp_path)
+
+
+def test_variants_are_seeded_train_folders_and_never_test_tasks(tmp_path):
+    train, test = parse_definition(7, VALID, "t.yaml"), parse_definition(95, VALID, "t.yaml")
+    written = build_variants({7: train, 95: test}, tmp_path, 2, seed=3)
+    assert [path.relative_to(tmp_path).as_posix() for path in written] == ["train/7_v1", "train/7_v2"]
+    assert not (tmp_path / "test").exists() and not list((tmp_path / "train").glob("95*"))
+    first, second = (json.loads((path / "scene.json").read_text()) for path in written)
+    assert first["robot"] != second["robot"] or first["objects"] != second["objects"]
+    again = build_variants({7: train}, tmp_path / "again", 1, seed=3)
+    assert filecmp.cmp(again[0] / "scene.json", written[0] / "scene.json", shallow=False)
+    with pytest.raises(TaskDefinitionError, match="test tasks never get variants"):
+        build_variants({95: test}, tmp_path, 1, task_ids=[95])

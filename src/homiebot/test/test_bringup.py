@@ -28,7 +28,7 @@ def test_node_command_renames_single_nodes_and_applies_overrides(tmp_path):
     assert argv[0].endswith("lib/homiebot_planner/planner_node")
     assert argv[1:] == ["--ros-args", "-r", "__node:=planner", "--params-file", str(params),
                         "-p", "max_steps:=20", "-p", "backend:=mock", "-p", "verbose:=true", "-p", "ids:=[1,2]"]
-    composed = bringup.node_command(NodeSpec("sim_stack", "homiebot_executor", "sim_stack", single_node=False),
+    composed = bringup.node_command(NodeSpec("sim_stack", "homiebot", "sim_stack", single_node=False),
                                      params)
     assert "-r" not in composed
 

@@ -30,6 +30,12 @@ def test_finished_runs_are_skipped(tmp_path):
     (tmp_path / "92" / "1").mkdir(parents=True)
     (tmp_path / "92" / "1" / "trajectory.jsonl").write_text("{}\n")  # started but never scored: run again
     assert pending_runs(tmp_path, ["91", "92"], 2) == [("91", 1), ("92", 1), ("92", 2)]
+    # Runs that ended without a planner result (a fault, a cancel) run again; an unreadable score too.
+    for run, reason in ((1, "error"), (2, "gave_up")):
+        (tmp_path / "92" / str(run)).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "92" / str(run) / "score.json").write_text(json.dumps({"end_reason": reason}))
+    (tmp_path / "91" / "2" / "score.json").write_text("{trunc")
+    assert pending_runs(tmp_path, ["91", "92"], 2) == [("91", 1), ("91", 2), ("92", 1)]
 
 
 def test_experiment_parameters_reach_the_planner_and_evaluator(tmp_path):
@@ -122,3 +128,45 @@ def test_killing_the_executor_fails_that_run_and_the_rest_complete(tmp_path, ros
     assert failed["success"] is False and failed["ended_with_end"] is False
     completed = json.loads((out / "93" / "1" / "score.json").read_text())
     assert completed["success"] is True and completed["task_progress"] == 1.0
+
+
+@pytest.mark.ros
+def test_the_runner_learns_that_a_run_ended_through_ros_only(tmp_path, ros_domain_id, monkeypatch):
+    """Every read or listing of the run folder fails in the runner's process once the pending runs are known (as if
+    only the evaluator, which runs in its own process, could read it); the run still finishes."""
+    import builtins
+    import io
+    import os
+
+    import homiebot.runner as runner
+
+    out = (tmp_path / "exp").resolve()
+    guarded = {"on": False, "refused": 0}
+
+    def refuse(path: object) -> None:
+        if guarded["on"] and isinstance(path, (str, os.PathLike)) and str(Path(path).absolute()).startswith(str(out)):
+            guarded["refused"] += 1
+            raise PermissionError(f"the runner must not read {path}")
+
+    def guard(function):
+        def guarded_call(path, *args, **kwargs):
+            refuse(path)
+            return function(path, *args, **kwargs)
+        return guarded_call
+
+    for module, name in ((builtins, "open"), (io, "open"), (os, "scandir"), (os, "listdir")):
+        monkeypatch.setattr(module, name, guard(getattr(module, name)))
+    real_pending = runner.pending_runs
+
+    def pending_then_guard(*args, **kwargs):
+        pending = real_pending(*args, **kwargs)
+        guarded["on"] = True
+        return pending
+
+    monkeypatch.setattr(runner, "pending_runs", pending_then_guard)
+    config = RunnerConfig(tasks="92", out=out, runs=1, planner="expert", data_dir=ROOT / "data")
+    progress = runner.run_benchmark(config, report=lambda _line: None)
+    guarded["on"] = False
+    assert (progress.done, progress.failed, guarded["refused"]) == (1, [], 0)
+    score = json.loads((out / "92" / "1" / "score.json").read_text())
+    assert (score["end_reason"], score["success"], score["task_progress"]) == ("end", True, 1.0)

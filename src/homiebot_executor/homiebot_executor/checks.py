@@ -6,6 +6,11 @@ for Pick/Open/Close; L2 hand empty for Put; L3 Put into a closed container; L4 O
 articulated; D1 target farther than 2 m; D2 target closer than 0.1 m (D1 and D2 skip Go to). The released code ran
 the logical checks before the name lookup (F1, L1-L4, F2, D1, D2); `CheckConfig(order="release")` reproduces that.
 
+By default F1 checks only the action and the feedback strings are the release's, byte for byte (its executor
+lower-cases the whole subtask first: `[Open, Brown_Table]` -> `Can not open brown_table! ...`); the model check and
+the strings as written are settings (`check_model`, `feedback_style="verbatim"`). An unchecked model that is not in
+the list is routed as the model the system prompt assigns to the action (`SubtaskText.routed_model`).
+
 The target checked is the last argument as written: the place of a Put (`[Put, apple, fridge]` checks "fridge"),
 the target otherwise, as the release does. The hand is the simulator's, not the planner's inventory.
 """
@@ -15,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from emmoe_eval.names import normalize
-from emmoe_eval.protocol import ACTIONS, MODELS, feedback_for
+from emmoe_eval.protocol import ACTIONS, FEEDBACK_STYLES, MODELS, SubtaskText, feedback_for
+from emmoe_eval.robot.scene import SceneSnapshot
 
 from homiebot_executor.naming import NameResolver, ResolvedTarget
-from homiebot_executor.scene import SceneSnapshot
 
 SPEC_ORDER: tuple[str, ...] = ("F1", "F2", "L1", "L2", "L3", "L4", "D1", "D2")
 RELEASE_ORDER: tuple[str, ...] = ("F1", "L1", "L2", "L3", "L4", "F2", "D1", "D2")
@@ -39,12 +43,17 @@ class CheckConfig:
         near_threshold: D2 fires below this planar distance (metres; 0.1 in the benchmark).
         order: "spec" (the paper's table order) or "release" (the released code's order).
         enclosed_canonicals: canonical entries whose door must be open to put something in (L3).
+        feedback_style: "release" (the release's strings: the subtask lower-cased) or "verbatim" (names as written,
+            F1 with the action as written).
+        check_model: F1 also fails for a model outside the model list (the release checks only the action).
     """
 
     far_threshold: float = 2.0
     near_threshold: float = 0.1
     order: str = "spec"
     enclosed_canonicals: tuple[str, ...] = DEFAULT_ENCLOSED
+    feedback_style: str = "release"
+    check_model: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.near_threshold < self.far_threshold:
@@ -52,51 +61,14 @@ class CheckConfig:
                              f"and {self.far_threshold}")
         if self.order not in ("spec", "release"):
             raise ValueError(f"CheckConfig.order: expected 'spec' or 'release', got {self.order!r}")
+        if self.feedback_style not in FEEDBACK_STYLES:
+            raise ValueError(f"CheckConfig.feedback_style: expected one of {', '.join(FEEDBACK_STYLES)}, got "
+                             f"{self.feedback_style!r}")
 
     @property
     def sequence(self) -> tuple[str, ...]:
         """The check codes in the order they run."""
         return SPEC_ORDER if self.order == "spec" else RELEASE_ORDER
-
-
-@dataclass(frozen=True)
-class SubtaskRequest:
-    """One subtask as the planner wrote it.
-
-    Attributes:
-        action: the verb as written ("Go to", "pick", ...).
-        target: the object or place.
-        place: Put's receptacle ("" otherwise).
-        model: the low-level model chosen ("NoMaD", ...; "" or "None" for End).
-    """
-
-    action: str
-    target: str = ""
-    place: str = ""
-    model: str = ""
-
-    @property
-    def verb(self) -> str:
-        """Lower-cased action with single spaces ("go to")."""
-        return " ".join(self.action.lower().split())
-
-    @property
-    def canonical_action(self) -> str | None:
-        """The action as it appears in ACTIONS ("Go to"), or None when it is not in the list."""
-        return next((action for action in ACTIONS if action.lower() == self.verb), None)
-
-    @property
-    def checked_target(self) -> str:
-        """The name the checks look up: Put's place (its last argument as written), the target otherwise."""
-        if self.verb == "put":
-            return (self.place or self.target).strip()
-        return self.target.strip()
-
-    @property
-    def canonical_model(self) -> str | None:
-        """The model as it appears in MODELS ("RT-1-X"), or None."""
-        key = normalize(self.model)
-        return next((model for model in MODELS if normalize(model) == key), None)
 
 
 @dataclass(frozen=True)
@@ -123,7 +95,7 @@ class CheckOutcome:
 
 @dataclass
 class _Context:
-    request: SubtaskRequest
+    request: SubtaskText
     snapshot: SceneSnapshot
     resolver: NameResolver
     config: CheckConfig
@@ -142,7 +114,7 @@ def _f1(ctx: _Context) -> bool:
     if ctx.request.canonical_action is None:
         ctx.detail = f"action {ctx.request.action!r} is not one of {', '.join(ACTIONS)}"
         return True
-    if ctx.request.canonical_model is None:
+    if ctx.config.check_model and ctx.request.canonical_model is None:
         ctx.detail = f"model {ctx.request.model!r} is not one of {', '.join(MODELS)}"
         return True
     return False
@@ -220,7 +192,7 @@ _CHECKS: dict[str, Callable[[_Context], bool]] = {
 }
 
 
-def check_subtask(request: SubtaskRequest, snapshot: SceneSnapshot, resolver: NameResolver | None = None,
+def check_subtask(request: SubtaskText, snapshot: SceneSnapshot, resolver: NameResolver | None = None,
                   config: CheckConfig | None = None) -> CheckOutcome:
     """Run the checks in order and return the first failure, or a pass with the resolved target.
 
@@ -231,10 +203,13 @@ def check_subtask(request: SubtaskRequest, snapshot: SceneSnapshot, resolver: Na
         return CheckOutcome()
     for code in ctx.config.sequence:
         if _CHECKS[code](ctx):
-            return CheckOutcome(code, _feedback(code, request), ctx.detail, ctx.resolved)
+            return CheckOutcome(code, _feedback(code, request, ctx.config.feedback_style), ctx.detail, ctx.resolved)
     return CheckOutcome(target=ctx.target())
 
 
-def _feedback(code: str, request: SubtaskRequest) -> str:
-    return feedback_for(code, request.action, request.checked_target)
+def _feedback(code: str, request: SubtaskText, style: str) -> str:
+    name = request.checked_target
+    if style == "release" and not name:  # the release's name is the last comma part: the action itself in `[Pick]`
+        name = request.action
+    return feedback_for(code, request.action, name, style)
 

@@ -17,39 +17,43 @@ check_timeout_s, or cannot check (INTERNAL_ERROR), the executor runs the same ch
 error_msg, and publishes a failed check on /emmoe/errors itself. Execution errors (E1-E3) and faults are published
 on /emmoe/errors (emmoe_interfaces/ExecutionError, source "execution") by the executor.
 
-Parameters: check_order ("spec" | "release"), far_threshold, near_threshold (used by the fallback checks; give the
-monitor the same), max_attempts, put_retries ("paper" | "release"), routing ("background" | "model"),
-model_mismatch ("fallback" | "strict"), service_timeout_s, skill_timeout_s, server_wait_s, check_timeout_s,
-monitor_wait_s. Run: `ros2 run homiebot_executor executor_node` or `python -m homiebot_executor.executor_node`; it
-prints "homiebot_executor ready".
+Parameters (ExecutorConfig's fields, emmoe_eval.ros_helpers.declare_config): check_order ("spec" | "release"),
+far_threshold, near_threshold, feedback_style, check_model (used by the fallback checks; give the monitor the same),
+max_attempts, put_retries ("paper" | "release"), routing ("background" | "model"), model_mismatch ("fallback" |
+"strict"), service_timeout_s, skill_timeout_s, server_wait_s, check_timeout_s, monitor_wait_s. Run:
+`ros2 run homiebot_executor executor_node` or `python -m homiebot_executor.executor_node`; it prints
+"homiebot_executor ready".
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from emmoe_eval.protocol import SubtaskText
+from emmoe_eval.ros_helpers import CallStatus, WaitStatus, call_service, declare_config, send_action_goal, spin_node, \
+    wait_for_future
+from emmoe_eval.topics import CHECK_SUBTASK_SERVICE as CHECK_SERVICE
+from emmoe_eval.topics import ERRORS_TOPIC, SUBTASK_ACTION
+from emmoe_eval.topics import QUERY_SCENE_SERVICE as QUERY_SERVICE
+from emmoe_eval.robot.messages import snapshot_from_query
+from emmoe_eval.robot.scene import SceneSnapshot
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.task import Future
 
 from homiebot_executor import messages
-from homiebot_executor.node_main import spin_node
-from homiebot_executor.checks import CheckConfig, SubtaskRequest
+from homiebot_executor.checks import CheckConfig
 from homiebot_executor.execution import ExecutionConfig
 from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport, subtask_text
 from homiebot_executor.routing import Route, RoutingConfig
-from homiebot_executor.scene import SceneSnapshot
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 from homiebot_executor.subtask import (
     CANCELED,
@@ -62,9 +66,9 @@ from homiebot_executor.subtask import (
 )
 
 READY_LINE = "homiebot_executor ready"
-QUERY_SERVICE = "/sim/query_scene"
-CHECK_SERVICE = "/emmoe/check_subtask"
-ERRORS_TOPIC = "/emmoe/errors"
+# The config fields whose parameter is not named like the field, or that are not parameters.
+PARAMETER_NAMES: dict[str, str | None] = {"checks.order": "check_order", "checks.enclosed_canonicals": None,
+                                          "routing.setting": "routing", "routing.mismatch": "model_mismatch"}
 # Result codes not published on /emmoe/errors by the executor: success, a cancel, and the checks (their checker does).
 _NOT_EXECUTION_ERRORS = (NONE, CANCELED, *CheckConfig().sequence)
 
@@ -101,23 +105,13 @@ class ExecutorConfig:
                                  f"got {getattr(self, name)}")
 
 
-def wait_for(future: Future, timeout: float) -> Any:
-    """Block this (worker) thread until the future completes (its result), None on time-out. Call it from a callback
-    of a MultiThreadedExecutor with a reentrant group, never from the thread that spins."""
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout):
-        return None
-    return future.result()
-
-
 class ExecutorNode(Node):
     """Serves /subtask (see the module docstring)."""
 
     def __init__(self, config: ExecutorConfig | None = None, **node_kwargs: Any) -> None:
         """Declare parameters (they override `config`), create the server and clients."""
         super().__init__("homiebot_executor", **node_kwargs)
-        self.config = config or self._config_from_parameters()
+        self.config = config or declare_config(self, ExecutorConfig, parameters=PARAMETER_NAMES)
         self.core = SubtaskExecutor(self._snapshot, self._attempt,
                                     SubtaskConfig(self.config.checks, self.config.execution, self.config.routing),
                                     checker=self._check)
@@ -129,31 +123,9 @@ class ExecutorNode(Node):
         self._monitor_missing = False
         self._skill_clients: dict[str, ActionClient] = {}
         self._errors = self.create_publisher(ExecutionError, ERRORS_TOPIC, 10)
-        self._server = ActionServer(self, ExecuteSubtask, "/subtask", execute_callback=self._execute,
+        self._server = ActionServer(self, ExecuteSubtask, SUBTASK_ACTION, execute_callback=self._execute,
                                     goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
                                     callback_group=self._group)
-
-    def _config_from_parameters(self) -> ExecutorConfig:
-        defaults = ExecutorConfig()
-        values = {
-            "check_order": defaults.checks.order, "far_threshold": defaults.checks.far_threshold,
-            "near_threshold": defaults.checks.near_threshold, "max_attempts": defaults.execution.max_attempts,
-            "put_retries": defaults.execution.put_retries, "routing": defaults.routing.setting,
-            "model_mismatch": defaults.routing.mismatch, "service_timeout_s": defaults.service_timeout_s,
-            "skill_timeout_s": defaults.skill_timeout_s, "server_wait_s": defaults.server_wait_s,
-            "check_timeout_s": defaults.check_timeout_s, "monitor_wait_s": defaults.monitor_wait_s,
-        }
-        for name, value in values.items():
-            self.declare_parameter(name, value)
-        get = {name: self.get_parameter(name).value for name in values}
-        return ExecutorConfig(
-            checks=CheckConfig(far_threshold=float(get["far_threshold"]), near_threshold=float(get["near_threshold"]),
-                               order=str(get["check_order"])),
-            execution=ExecutionConfig(max_attempts=int(get["max_attempts"]), put_retries=str(get["put_retries"])),
-            routing=RoutingConfig(setting=str(get["routing"]), mismatch=str(get["model_mismatch"])),
-            service_timeout_s=float(get["service_timeout_s"]), skill_timeout_s=float(get["skill_timeout_s"]),
-            server_wait_s=float(get["server_wait_s"]), check_timeout_s=float(get["check_timeout_s"]),
-            monitor_wait_s=float(get["monitor_wait_s"]))
 
     # ---- goal handling -----------------------------------------------------------------------------------------
     def _on_goal(self, _goal: ExecuteSubtask.Goal) -> GoalResponse:
@@ -180,7 +152,11 @@ class ExecutorNode(Node):
             self.get_logger().info(f"{subtask_text(request)}: {outcome.code}: {outcome.detail}")
         result = ExecuteSubtask.Result(success=outcome.success, error_code=messages.EXECUTE_CODES[outcome.code],
                                        error_type=outcome.error_type, feedback=outcome.feedback,
-                                       error_msg=outcome.detail, inventory=list(outcome.inventory))
+                                       error_msg=outcome.detail, inventory=list(outcome.inventory),
+                                       target_instance=outcome.resolved.target_instance,
+                                       target_canonical=outcome.resolved.target_canonical,
+                                       place_instance=outcome.resolved.place_instance,
+                                       place_canonical=outcome.resolved.place_canonical)
         if outcome.code not in _NOT_EXECUTION_ERRORS:
             self._publish_error(ErrorReport(request, outcome.code, outcome.feedback, outcome.detail, "execution",
                                             len(outcome.attempts)))
@@ -193,7 +169,7 @@ class ExecutorNode(Node):
         return result
 
     # ---- checks ------------------------------------------------------------------------------------------------
-    def _check(self, request: SubtaskRequest, inventory: tuple[str, ...]) -> Callable[[SceneSnapshot], CheckVerdict]:
+    def _check(self, request: SubtaskText, inventory: tuple[str, ...]) -> Callable[[SceneSnapshot], CheckVerdict]:
         """Ask the monitor now; the returned function waits for its verdict, or runs the local check core on the
         executor's snapshot when the monitor cannot give one (see the module docstring)."""
         reason = self._unavailable_reason()
@@ -202,7 +178,8 @@ class ExecutorNode(Node):
         def verdict(snapshot: SceneSnapshot) -> CheckVerdict:
             why = reason
             if pending is not None:
-                response = wait_for(pending, self.config.check_timeout_s)
+                answered = wait_for_future(pending, self.config.check_timeout_s) is WaitStatus.DONE
+                response = pending.result() if answered else None
                 if response is None:
                     self._monitor.remove_pending_request(pending)
                     why = f"{CHECK_SERVICE} gave no answer within {self.config.check_timeout_s:g} s"
@@ -214,7 +191,7 @@ class ExecutorNode(Node):
 
         return verdict
 
-    def _check_locally(self, request: SubtaskRequest, inventory: tuple[str, ...], snapshot: SceneSnapshot,
+    def _check_locally(self, request: SubtaskText, inventory: tuple[str, ...], snapshot: SceneSnapshot,
                        reason: str) -> CheckVerdict:
         """The fallback: the same check core here; logged, noted in the result, a failure published."""
         note = f"checked by the executor ({reason})"
@@ -252,14 +229,16 @@ class ExecutorNode(Node):
         Raises:
             SceneUnavailable: the service is missing, slow or failing.
         """
-        if not self._query.wait_for_service(timeout_sec=self.config.server_wait_s):
+        answer = call_service(self._query, QueryScene.Request(), self.config.service_timeout_s,
+                              server_wait_s=self.config.server_wait_s)
+        if answer.status is CallStatus.UNAVAILABLE:
             raise SceneUnavailable(f"{QUERY_SERVICE} is not available (is the simulator up?)")
-        response = wait_for(self._query.call_async(QueryScene.Request()), self.config.service_timeout_s)
-        if response is None:
-            raise SceneUnavailable(f"{QUERY_SERVICE} gave no answer within {self.config.service_timeout_s:g} s")
+        if not answer.ok:
+            raise SceneUnavailable(answer.message)
+        response = answer.response
         if not response.success:
             raise SceneUnavailable(f"{QUERY_SERVICE} failed: {response.error_msg}")
-        return messages.snapshot_from_query(response)
+        return snapshot_from_query(response)
 
     def _client(self, chosen: Route) -> ActionClient:
         name = chosen.action_name
@@ -275,9 +254,6 @@ class ExecutorNode(Node):
             return SkillOutcome(SkillStatus.INTERNAL_ERROR, "no goal is running")
         if not chosen.can_run:
             return SkillOutcome(SkillStatus.UNREACHABLE, f"model server {chosen.server} cannot {goal.skill}")
-        client = self._client(chosen)
-        if not client.wait_for_server(timeout_sec=self.config.server_wait_s):
-            return SkillOutcome(SkillStatus.POLICY_UNAVAILABLE, f"no skill server at {chosen.action_name}")
         navigate = goal.skill == "navigate"
         message = messages.navigate_goal(goal) if navigate else messages.manipulate_goal(goal)
 
@@ -287,24 +263,20 @@ class ExecutorNode(Node):
                       else f"{detail.phase}, {detail.sim_steps} steps")
             self._feedback("executing", attempt, status)
 
-        goal_handle = wait_for(client.send_goal_async(message, feedback_callback=relay), self.config.server_wait_s)
-        if goal_handle is None or not goal_handle.accepted:
+        wait = self.config.server_wait_s
+        sent = send_action_goal(self._client(chosen), message, wait, self.config.skill_timeout_s,
+                                lambda: handle.is_cancel_requested, relay, server_wait_s=wait, cancel_wait_s=wait)
+        if sent.status is CallStatus.UNAVAILABLE:
+            return SkillOutcome(SkillStatus.POLICY_UNAVAILABLE, f"no skill server at {chosen.action_name}")
+        if sent.goal_handle is None or not sent.goal_handle.accepted:
+            if sent.status is CallStatus.CANCELLED:
+                return SkillOutcome(SkillStatus.CANCELED, f"cancelled before {chosen.action_name} took the goal")
             return SkillOutcome(SkillStatus.POLICY_UNAVAILABLE, f"{chosen.action_name} did not accept the goal")
-        result_future = goal_handle.get_result_async()
-        done = threading.Event()
-        result_future.add_done_callback(lambda _: done.set())
-        deadline = time.monotonic() + self.config.skill_timeout_s
-        cancel_sent = False
-        while not done.wait(0.05):
-            if (handle.is_cancel_requested or time.monotonic() > deadline) and not cancel_sent:
-                goal_handle.cancel_goal_async()
-                cancel_sent = True
-                deadline = time.monotonic() + self.config.server_wait_s
-            elif cancel_sent and time.monotonic() > deadline:
-                return SkillOutcome(SkillStatus.INTERNAL_ERROR, f"{chosen.action_name} did not stop after cancel")
-        result = result_future.result().result
-        outcome = messages.outcome_from_navigate(result) if navigate else messages.outcome_from_manipulate(result)
-        if cancel_sent and not handle.is_cancel_requested and not outcome.success:
+        if sent.result is None:
+            return SkillOutcome(SkillStatus.INTERNAL_ERROR, f"{chosen.action_name} did not stop after cancel")
+        outcome = (messages.outcome_from_navigate(sent.result) if navigate
+                   else messages.outcome_from_manipulate(sent.result))
+        if sent.status is CallStatus.TIMEOUT and not handle.is_cancel_requested and not outcome.success:
             return SkillOutcome(SkillStatus.TIMEOUT, f"no result within {self.config.skill_timeout_s:g} s",
                                 outcome.held_object, outcome.sim_steps)
         return outcome
@@ -319,7 +291,8 @@ class ExecutorNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of `executor_node`."""
-    return spin_node("executor_node", ExecutorNode, lambda: MultiThreadedExecutor(num_threads=4), READY_LINE, args)
+    return spin_node(ExecutorNode, args, num_threads=4, name="executor_node", ready_line=READY_LINE)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,7 +1,7 @@
 """Conversions between emmoe_interfaces messages and the executor's plain types (no rclpy; message modules only).
 
-QueryScene's parts (doors, drawers) are listed among the objects too (kind "container"); they are kept out of the
-snapshot's objects (they are reached through their furniture, ContainerState.furniture, or their own name).
+QueryScene responses are read with emmoe_eval.robot.messages.snapshot_from_query (the one scene conversion, shared
+with the bridge).
 """
 
 from __future__ import annotations
@@ -11,49 +11,21 @@ from collections.abc import Sequence
 
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
 from emmoe_interfaces.msg import ExecutionError, Subtask
-from emmoe_interfaces.srv import CheckSubtask, QueryScene
+from emmoe_interfaces.srv import CheckSubtask
 
-from homiebot_executor.checks import SubtaskRequest
+
+from emmoe_eval.protocol import SubtaskText
 from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport
-from homiebot_executor.scene import OBJECT_KINDS, ContainerInfo, ObjectInfo, SceneSnapshot
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 
 
-def _yaw(orientation: object) -> float:
-    w, x, y, z = (float(getattr(orientation, key)) for key in ("w", "x", "y", "z"))
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+def request_from_subtask(subtask: Subtask) -> SubtaskText:
+    """The planner's subtask as a SubtaskText (fields as written)."""
+    return SubtaskText(subtask.action, subtask.target, subtask.place, subtask.model)
 
 
-def snapshot_from_query(response: QueryScene.Response) -> SceneSnapshot:
-    """A SceneSnapshot from a successful QueryScene response."""
-    robot = (float(response.robot_pose.position.x), float(response.robot_pose.position.y))
-    part_names = {container.name for container in response.containers}
-    listed = {}
-    for state in response.objects:
-        kind = state.kind if state.kind in OBJECT_KINDS else "furniture"
-        listed[state.name] = ObjectInfo(
-            state.name, state.canonical, kind,
-            (float(state.pose.position.x), float(state.pose.position.y), float(state.pose.position.z)),
-            (float(state.size.x), float(state.size.y), float(state.size.z)), state.on, bool(state.inside),
-            float(state.distance))
-    objects = tuple(item for name, item in listed.items() if name not in part_names)
-    containers = tuple(
-        ContainerInfo(container.name, container.canonical, container.joint_type, float(container.position),
-                      float(container.lower_limit), float(container.upper_limit), float(container.open_threshold),
-                      bool(container.is_open), container.furniture,
-                      listed[container.name].distance if container.name in listed else math.inf)
-        for container in response.containers)
-    return SceneSnapshot(robot, _yaw(response.robot_pose.orientation), response.held_object,
-                         float(response.contact_force), objects, containers)
-
-
-def request_from_subtask(subtask: Subtask) -> SubtaskRequest:
-    """The planner's subtask as a SubtaskRequest (fields as written)."""
-    return SubtaskRequest(subtask.action, subtask.target, subtask.place, subtask.model)
-
-
-def subtask_message(request: SubtaskRequest) -> Subtask:
-    """A SubtaskRequest as an emmoe_interfaces/Subtask."""
+def subtask_message(request: SubtaskText) -> Subtask:
+    """A SubtaskText as an emmoe_interfaces/Subtask."""
     return Subtask(action=request.action, target=request.target, place=request.place, model=request.model)
 
 
@@ -61,7 +33,7 @@ EXECUTE_CODES: dict[str, int] = {name: int(getattr(ExecuteSubtask.Result, name))
                                  for name in ("NONE", "F1", "F2", "L1", "L2", "L3", "L4", "D1", "D2", "E1", "E2",
                                               "E3", "CANCELED", "BUSY", "INTERNAL_ERROR")}
 
-def check_request(request: SubtaskRequest, inventory: Sequence[str]) -> CheckSubtask.Request:
+def check_request(request: SubtaskText, inventory: Sequence[str]) -> CheckSubtask.Request:
     """The /emmoe/check_subtask request for a subtask and the planner's inventory."""
     return CheckSubtask.Request(subtask=subtask_message(request), inventory=list(inventory))
 

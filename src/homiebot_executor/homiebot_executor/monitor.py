@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 
-from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, format_subtask
+from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, format_subtask
+from emmoe_eval.robot.scene import SceneSnapshot
 
-from homiebot_executor.checks import CheckConfig, CheckOutcome, SubtaskRequest, check_subtask
+from homiebot_executor.checks import CheckConfig, CheckOutcome, check_subtask
 from homiebot_executor.naming import NameResolver
-from homiebot_executor.scene import SceneSnapshot
 from homiebot_executor.skills import SKILL_OF_ACTION
 
 INCIDENT_KINDS: tuple[str, ...] = ("drop", "contact", "timeout")
@@ -42,7 +42,7 @@ class ErrorReport:
         attempt: the execution attempt concerned (the number that ran, for "execution"); 0 before execution.
     """
 
-    request: SubtaskRequest
+    request: SubtaskText
     code: str
     feedback: str = ""
     detail: str = ""
@@ -72,7 +72,7 @@ class ErrorReport:
         return ERROR_CATEGORY.get(self.code, "")
 
 
-def subtask_text(request: SubtaskRequest) -> str:
+def subtask_text(request: SubtaskText) -> str:
     """The bracket notation of a request, arguments as written."""
     return format_subtask(request.action.strip(), request.target.strip(), request.place.strip())
 
@@ -115,11 +115,11 @@ class ErrorMonitor:
         self.config = config or CheckConfig()
         self.resolver = resolver or NameResolver()
 
-    def check(self, request: SubtaskRequest, snapshot: SceneSnapshot) -> CheckOutcome:
+    def check(self, request: SubtaskText, snapshot: SceneSnapshot) -> CheckOutcome:
         """The checks on one subtask against the current scene."""
         return check_subtask(request, snapshot, self.resolver, self.config)
 
-    def verdict(self, request: SubtaskRequest, snapshot: SceneSnapshot,
+    def verdict(self, request: SubtaskText, snapshot: SceneSnapshot,
                 inventory: Sequence[str] | None = None) -> CheckVerdict:
         """The checks' verdict with the instance names the skill will act on.
 
@@ -145,7 +145,7 @@ class ErrorMonitor:
         return CheckVerdict(target=resolved.name, distance=distance)
 
     @staticmethod
-    def report(request: SubtaskRequest, error_type: str, feedback: str, detail: str = "",
+    def report(request: SubtaskText, error_type: str, feedback: str, detail: str = "",
                source: str = "check", attempt: int = 0) -> ErrorReport:
         """An error report for a failed check or execution."""
         return ErrorReport(request, error_type, feedback, detail, source, attempt)

@@ -13,8 +13,9 @@
   executor's feedback (`/subtask/_action/feedback`).
 
 Errors go out as emmoe_interfaces/ExecutionError; the executor publishes execution errors (E1-E3) on the same topic.
-Parameters: watch_period_s, contact_limit, timeout_s, scene_timeout_s, check_order, far_threshold, near_threshold
-(give the executor the same three). Run: `python -m homiebot_executor.monitor_node`; it prints "emmoe monitor ready".
+Parameters (MonitorConfig's fields): watch_period_s, contact_limit, timeout_s, scene_timeout_s, and the checks'
+check_order, far_threshold, near_threshold, feedback_style, check_model (give the executor the same). Run:
+`python -m homiebot_executor.monitor_node`; it prints "emmoe monitor ready".
 
 No callback blocks: the check is a coroutine that awaits its scene query (with a time-out timer), and the samples
 complete through done-callbacks. The process spins one SingleThreadedExecutor: with rclpy's MultiThreadedExecutor the
@@ -26,54 +27,66 @@ from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from action_msgs.msg import GoalStatus, GoalStatusArray
+from emmoe_eval.protocol import SubtaskText
+from emmoe_eval.ros_helpers import WaitStatus, await_condition, await_future, declare_config, spin_node
+from emmoe_eval.topics import CHECK_SUBTASK_SERVICE, ERRORS_TOPIC, QUERY_SCENE_SERVICE, SUBTASK_FEEDBACK_TOPIC, \
+    SUBTASK_STATUS_TOPIC
+from emmoe_eval.robot.messages import snapshot_from_query
+from emmoe_eval.robot.scene import SceneSnapshot
 from emmoe_interfaces.action import ExecuteSubtask
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.task import Future
 
 from homiebot_executor import messages
-from homiebot_executor.node_main import spin_node
-from homiebot_executor.checks import CheckConfig, SubtaskRequest
-from homiebot_executor.executor_node import CHECK_SERVICE, ERRORS_TOPIC, QUERY_SERVICE
+from homiebot_executor.checks import CheckConfig
 from homiebot_executor.monitor import ErrorMonitor, ErrorReport, ExecutionWatcher, Incident, subtask_text
-from homiebot_executor.scene import SceneSnapshot
 from homiebot_executor.subtask import SceneUnavailable
 
 READY_LINE = "emmoe monitor ready"
-STATUS_TOPIC = "/subtask/_action/status"
-FEEDBACK_TOPIC = "/subtask/_action/feedback"
-NO_SUBTASK = SubtaskRequest("")
+NO_SUBTASK = SubtaskText("")
+# The config fields whose parameter is not named like the field, or that are not parameters.
+PARAMETER_NAMES: dict[str, str | None] = {"checks.order": "check_order", "checks.enclosed_canonicals": None}
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    """Settings of the monitor node.
+
+    Attributes:
+        watch_period_s: seconds between scene samples while a /subtask goal executes.
+        contact_limit: contact force (N) above which the watch reports an incident.
+        timeout_s: a goal running longer than this is reported.
+        scene_timeout_s: seconds to wait for /sim/query_scene during a check (for its discovery, then its answer).
+        checks: check order and thresholds (give the executor the same).
+    """
+
+    watch_period_s: float = 0.2
+    contact_limit: float = 5.0
+    timeout_s: float = 300.0
+    scene_timeout_s: float = 2.0
+    checks: CheckConfig = CheckConfig()
+
+    def __post_init__(self) -> None:
+        for name in ("watch_period_s", "contact_limit", "timeout_s", "scene_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"emmoe_monitor.{name}: expected a positive number, got {getattr(self, name)}")
 
 
 class MonitorNode(Node):
     """See the module docstring."""
 
-    def __init__(self, **node_kwargs: Any) -> None:
-        """Declare parameters, serve the check, subscribe to the executor's goal status and feedback, publish."""
+    def __init__(self, config: MonitorConfig | None = None, **node_kwargs: Any) -> None:
+        """Declare parameters (they override `config`), serve the check, subscribe to the executor's goal status and
+        feedback, publish."""
         super().__init__("emmoe_monitor", **node_kwargs)
-        defaults = CheckConfig()
-        values = {"watch_period_s": 0.2, "contact_limit": 5.0, "timeout_s": 300.0, "scene_timeout_s": 2.0,
-                  "check_order": defaults.order, "far_threshold": defaults.far_threshold,
-                  "near_threshold": defaults.near_threshold}
-        for name, value in values.items():
-            self.declare_parameter(name, value)
-        get = {name: self.get_parameter(name).value for name in values}
-        self.watch_period = float(get["watch_period_s"])
-        self.contact_limit = float(get["contact_limit"])
-        self.timeout = float(get["timeout_s"])
-        self.scene_timeout = float(get["scene_timeout_s"])
-        for name in ("watch_period_s", "contact_limit", "timeout_s", "scene_timeout_s"):
-            if not float(get[name]) > 0:
-                raise ValueError(f"emmoe_monitor.{name}: expected a positive number, got {get[name]}")
-        self.monitor = ErrorMonitor(CheckConfig(far_threshold=float(get["far_threshold"]),
-                                                near_threshold=float(get["near_threshold"]),
-                                                order=str(get["check_order"])))
+        self.config = config or declare_config(self, MonitorConfig, parameters=PARAMETER_NAMES)
+        self.monitor = ErrorMonitor(self.config.checks)
         group = ReentrantCallbackGroup()
         self.incidents: list[Incident] = []
         self._lock = threading.Lock()
@@ -83,12 +96,12 @@ class MonitorNode(Node):
         self._subtask = NO_SUBTASK
         self._attempt = 0
         self._errors = self.create_publisher(ExecutionError, ERRORS_TOPIC, 10)
-        self._query: Any = self.create_client(QueryScene, QUERY_SERVICE, callback_group=group)
-        self.create_service(CheckSubtask, CHECK_SERVICE, self._on_check, callback_group=group)
-        self.create_subscription(ExecuteSubtask.Impl.FeedbackMessage, FEEDBACK_TOPIC, self._on_feedback, 10,
+        self._query: Any = self.create_client(QueryScene, QUERY_SCENE_SERVICE, callback_group=group)
+        self.create_service(CheckSubtask, CHECK_SUBTASK_SERVICE, self._on_check, callback_group=group)
+        self.create_subscription(ExecuteSubtask.Impl.FeedbackMessage, SUBTASK_FEEDBACK_TOPIC, self._on_feedback, 10,
                                  callback_group=group)
-        self.create_subscription(GoalStatusArray, STATUS_TOPIC, self._on_status, 10, callback_group=group)
-        self.create_timer(self.watch_period, self._sample, callback_group=group)
+        self.create_subscription(GoalStatusArray, SUBTASK_STATUS_TOPIC, self._on_status, 10, callback_group=group)
+        self.create_timer(self.config.watch_period_s, self._sample, callback_group=group)
 
     # ---- check -------------------------------------------------------------------------------------------------
     async def _on_check(self, request: CheckSubtask.Request,
@@ -115,30 +128,21 @@ class MonitorNode(Node):
         """The current scene, awaited without blocking the executor.
 
         Raises:
-            SceneUnavailable: /sim/query_scene is missing, slow (scene_timeout_s) or failing.
+            SceneUnavailable: /sim/query_scene is missing (not discovered within scene_timeout_s), slow (no answer
+                within scene_timeout_s) or failing.
         """
-        if not self._query.service_is_ready():
-            raise SceneUnavailable(f"{QUERY_SERVICE} is not available (is the simulator up?)")
+        discovered = await await_condition(self, self._query.service_is_ready, self.config.scene_timeout_s)
+        if discovered is not WaitStatus.DONE:
+            raise SceneUnavailable(f"{QUERY_SCENE_SERVICE} is not available (is the simulator up?)")
         query = self._query.call_async(QueryScene.Request())
-        finished: Future = Future()
-
-        def settle(answered: bool) -> None:  # the first of answer and time-out decides
-            if not finished.done():
-                finished.set_result(answered)
-
-        query.add_done_callback(lambda _: settle(True))
-        timer = self.create_timer(self.scene_timeout, lambda: settle(False))
-        try:
-            answered = await finished
-        finally:
-            self.destroy_timer(timer)
-        if not answered:
+        if await await_future(self, query, self.config.scene_timeout_s) is not WaitStatus.DONE:
             self._query.remove_pending_request(query)
-            raise SceneUnavailable(f"{QUERY_SERVICE} gave no answer within {self.scene_timeout:g} s")
+            raise SceneUnavailable(f"{QUERY_SCENE_SERVICE} gave no answer within {self.config.scene_timeout_s:g} s")
         response = query.result()
         if response is None or not response.success:
-            raise SceneUnavailable(f"{QUERY_SERVICE} failed: {response.error_msg if response else 'no response'}")
-        return messages.snapshot_from_query(response)
+            detail = response.error_msg if response else "no response"
+            raise SceneUnavailable(f"{QUERY_SCENE_SERVICE} failed: {detail}")
+        return snapshot_from_query(response)
 
     # ---- watch -------------------------------------------------------------------------------------------------
     def _on_feedback(self, message: Any) -> None:
@@ -149,8 +153,8 @@ class MonitorNode(Node):
         executing = any(status.status == GoalStatus.STATUS_EXECUTING for status in message.status_list)
         with self._lock:
             if executing and self._watcher is None:
-                budget = max(1, int(self.timeout / self.watch_period))
-                self._watcher = ExecutionWatcher(step_budget=budget, contact_limit=self.contact_limit,
+                budget = max(1, int(self.config.timeout_s / self.config.watch_period_s))
+                self._watcher = ExecutionWatcher(step_budget=budget, contact_limit=self.config.contact_limit,
                                                  release_allowed=self._subtask.verb == "put")
                 self._samples = 0
             elif not executing and self._watcher is not None:
@@ -201,7 +205,8 @@ class MonitorNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of `monitor_node`."""
-    return spin_node("monitor_node", MonitorNode, SingleThreadedExecutor, READY_LINE, args)
+    return spin_node(MonitorNode, args, num_threads=1, name="monitor_node", ready_line=READY_LINE)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emmoe_eval.names import AliasTable, default_alias_table, normalize
-
-from homiebot_executor.scene import ContainerInfo, ObjectInfo, SceneSnapshot
+from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_eval.robot.state import ContainerState, InstanceState
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ class ResolvedTarget:
     """
 
     written: str
-    instance: ObjectInfo
-    container: ContainerInfo | None = None
+    instance: InstanceState
+    container: ContainerState | None = None
 
     @property
     def distance(self) -> float:
@@ -70,7 +70,7 @@ class NameResolver:
         """Use `aliases`, or the table shipped with emmoe_eval."""
         self.aliases = aliases if aliases is not None else default_alias_table()
 
-    def matching_instances(self, written: str, snapshot: SceneSnapshot) -> list[ObjectInfo]:
+    def matching_instances(self, written: str, snapshot: SceneSnapshot) -> list[InstanceState]:
         """Every object, piece of furniture or room `written` can refer to, nearest first."""
         key = normalize(written)
         if not key:
@@ -90,7 +90,7 @@ class NameResolver:
         """
         verb = action.lower()
         exact = next((part for part in snapshot.containers if normalize(part.name) == normalize(written)), None)
-        owner = snapshot.object(exact.owner) if exact is not None else None
+        owner = snapshot.object(exact.furniture) if exact is not None else None
         if exact is not None and owner is not None:
             return ResolvedTarget(written, owner, exact)
         candidates = self.matching_instances(written, snapshot)
@@ -99,10 +99,10 @@ class NameResolver:
             drawers = [part for part in parts if part.is_drawer]
             if drawers:
                 if verb in ("go to", "open"):
-                    holding = {item.on for item in snapshot.objects if item.kind == "object" and item.inside}
+                    holding = {item.receptacle for item in snapshot.objects if item.kind == "object" and item.inside}
                     drawers = [part for part in drawers if part.name in holding] or drawers
                 chosen = self._pick_part(drawers, verb)
-                owner = snapshot.object(chosen.owner) or (candidates[0] if candidates else None)
+                owner = snapshot.object(chosen.furniture) or (candidates[0] if candidates else None)
                 if owner is not None:
                     return ResolvedTarget(written, owner, chosen)
         if not candidates:
@@ -117,16 +117,16 @@ class NameResolver:
         doors = [part for part in snapshot.containers_of(nearest.name) if not part.is_drawer]
         return ResolvedTarget(written, nearest, doors[0] if doors else None)
 
-    def _matching_parts(self, written: str, snapshot: SceneSnapshot) -> list[ContainerInfo]:
+    def _matching_parts(self, written: str, snapshot: SceneSnapshot) -> list[ContainerState]:
         key = normalize(written)
         owners = {item.name for item in self.matching_instances(written, snapshot)}
         found = [part for part in snapshot.containers
-                 if normalize(part.name) == key or part.owner in owners
+                 if normalize(part.name) == key or part.furniture in owners
                  or self.aliases.matches(written, part.canonical)]
         return sorted(found, key=lambda part: (part.distance, part.name))
 
     @staticmethod
-    def _pick_part(parts: list[ContainerInfo], verb: str) -> ContainerInfo:
+    def _pick_part(parts: list[ContainerState], verb: str) -> ContainerState:
         """Nearest part, preferring a closed one to open and an open one to close or put into."""
         if verb == "open":
             preferred = [part for part in parts if not part.is_open]

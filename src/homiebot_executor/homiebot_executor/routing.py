@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emmoe_eval.names import normalize
+from emmoe_eval.topics import skill_action
 
 SERVER_OF_MODEL: dict[str, str] = {"NoMaD": "nomad", "PixNav": "pixnav", "RT-1-X": "rt1x", "octo": "octo"}
 SERVERS: tuple[str, ...] = ("m3", "nomad", "pixnav", "rt1x", "octo")
@@ -29,7 +30,6 @@ SERVER_SKILLS: dict[str, tuple[str, ...]] = {
 # Fallback server per skill and navigation goal kind (the system prompt's model descriptions).
 DEFAULT_SERVER: dict[str, str] = {"navigate:place": "nomad", "navigate:object": "pixnav", "pick": "rt1x",
                                   "put": "rt1x", "open": "octo", "close": "octo"}
-NAMESPACE = "/skills"
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,7 @@ class Route:
 
 def action_name(server: str, skill: str) -> str:
     """`/skills/<server>/navigate` for navigation, `/skills/<server>/manipulate` for the arm skills."""
-    kind = "navigate" if skill == "navigate" else "manipulate"
-    return f"{NAMESPACE}/{server}/{kind}"
+    return skill_action(server, "navigate" if skill == "navigate" else "manipulate")
 
 
 def server_for_model(model: str) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
+from emmoe_eval.topics import skill_action
 from emmoe_interfaces.action import Manipulate, Navigate
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -21,7 +22,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from homiebot_executor import messages
-from homiebot_executor.routing import SERVER_SKILLS, SERVERS, action_name
+from homiebot_executor.routing import SERVER_SKILLS, SERVERS
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 
 
@@ -90,11 +91,11 @@ class SkillServerNode(Node):
         self._servers: list[ActionServer] = []
         if "navigate" in skills:
             self._servers.append(ActionServer(
-                self, Navigate, action_name(server, "navigate"), execute_callback=self._execute_navigate,
+                self, Navigate, skill_action(server, "navigate"), execute_callback=self._execute_navigate,
                 goal_callback=self._accept, cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group))
         if any(skill != "navigate" for skill in skills):
             self._servers.append(ActionServer(
-                self, Manipulate, action_name(server, "pick"), execute_callback=self._execute_manipulate,
+                self, Manipulate, skill_action(server, "manipulate"), execute_callback=self._execute_manipulate,
                 goal_callback=self._accept, cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group))
 
     def _accept(self, _goal: Any) -> GoalResponse:

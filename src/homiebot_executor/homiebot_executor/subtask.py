@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from homiebot_executor.checks import CheckConfig, SubtaskRequest
+from emmoe_eval.protocol import SubtaskText
+from emmoe_eval.robot.scene import SceneSnapshot
+
+from homiebot_executor.checks import CheckConfig
 from homiebot_executor.execution import ExecutionConfig, inventory_after, run_attempts
 from homiebot_executor.monitor import CheckVerdict, ErrorMonitor, subtask_text
 from homiebot_executor.routing import Route, RoutingConfig, route
-from homiebot_executor.scene import SceneSnapshot
 from homiebot_executor.skills import SKILL_OF_ACTION, SkillGoal, SkillOutcome, instruction_for
 
 # Result codes outside the EMMOE error types.
@@ -29,7 +31,34 @@ Feedback = Callable[[str, int, str], None]
 SkillCall = Callable[[Route, SkillGoal, int], SkillOutcome]
 # checker(request, planner's inventory) starts the checks and returns what finishes them: called with the executor's
 # own scene snapshot it gives the verdict (a remote checker works while the executor reads the scene).
-Checker = Callable[[SubtaskRequest, tuple[str, ...]], Callable[[SceneSnapshot], CheckVerdict]]
+Checker = Callable[[SubtaskText, tuple[str, ...]], Callable[[SceneSnapshot], CheckVerdict]]
+
+
+@dataclass(frozen=True)
+class ResolvedIdentity:
+    """The scene instances a subtask's written names resolved to, with their alias-table canonical entries.
+
+    Recorded with every executed step so that task progress can match on what the robot really acted on.
+    """
+
+    target_instance: str = ""
+    target_canonical: str = ""
+    place_instance: str = ""
+    place_canonical: str = ""
+
+    @classmethod
+    def of(cls, verdict: CheckVerdict, snapshot: SceneSnapshot) -> ResolvedIdentity:
+        """The identity of a verdict's target and place in the snapshot."""
+        return cls(verdict.target, _canonical(snapshot, verdict.target), verdict.place,
+                   _canonical(snapshot, verdict.place))
+
+
+def _canonical(snapshot: SceneSnapshot, name: str) -> str:
+    """The canonical entry of an instance or articulated part ("" when the name is empty or unknown)."""
+    if not name:
+        return ""
+    item = snapshot.object(name) or snapshot.container(name)
+    return item.canonical if item is not None else ""
 
 
 @dataclass(frozen=True)
@@ -43,6 +72,7 @@ class SubtaskResult:
         detail: human-readable explanation ("" on success).
         inventory: held objects after the step, as the planner names them.
         attempts: skill attempts that ran.
+        resolved: what the written target and place resolved to (empty when the checks did not resolve them).
     """
 
     success: bool
@@ -51,6 +81,7 @@ class SubtaskResult:
     detail: str = ""
     inventory: tuple[str, ...] = ()
     attempts: tuple[SkillOutcome, ...] = field(default_factory=tuple)
+    resolved: ResolvedIdentity = ResolvedIdentity()
 
     @property
     def error_type(self) -> str:
@@ -86,7 +117,7 @@ class SubtaskExecutor:
         self._check = checker or (lambda request, inventory: partial(self.monitor.verdict, request,
                                                                      inventory=inventory))
 
-    def execute(self, request: SubtaskRequest, inventory: list[str] | tuple[str, ...] = (),
+    def execute(self, request: SubtaskText, inventory: list[str] | tuple[str, ...] = (),
                 feedback: Feedback = lambda phase, attempt, status: None,
                 canceled: Callable[[], bool] = lambda: False) -> SubtaskResult:
         """Run one subtask. Never raises for faults: they come back as INTERNAL_ERROR."""
@@ -96,7 +127,7 @@ class SubtaskExecutor:
         except SceneUnavailable as error:
             return SubtaskResult(False, INTERNAL_ERROR, "", str(error), before)
 
-    def _execute(self, request: SubtaskRequest, before: tuple[str, ...], feedback: Feedback,
+    def _execute(self, request: SubtaskText, before: tuple[str, ...], feedback: Feedback,
                  canceled: Callable[[], bool]) -> SubtaskResult:
         text = subtask_text(request)
         feedback("checking", 0, f"{text} ({request.model})" if request.model else text)
@@ -112,7 +143,8 @@ class SubtaskExecutor:
             return SubtaskResult(False, INTERNAL_ERROR, "", _joined("the checks passed without a resolved target",
                                                                    note), before)
         goal = self.skill_goal(request, verdict, snapshot)
-        chosen = route(request.model, goal.skill, goal.target_kind, self.config.routing)
+        resolved = ResolvedIdentity.of(verdict, snapshot)
+        chosen = route(request.routed_model, goal.skill, goal.target_kind, self.config.routing)
         execution = run_attempts(
             request.action, goal, lambda skill_goal, attempt: self._run_skill(chosen, skill_goal, attempt),
             read_hand=lambda: self._scene().held_object, config=self.config.execution, canceled=canceled,
@@ -125,14 +157,15 @@ class SubtaskExecutor:
         canonical = held_info.canonical if held_info is not None else ""
         inventory = tuple(inventory_after(held, canonical, before, request.action, request.target))
         if execution.canceled:
-            return SubtaskResult(False, CANCELED, "", _joined(execution.detail, note), inventory, execution.attempts)
+            return SubtaskResult(False, CANCELED, "", _joined(execution.detail, note), inventory, execution.attempts,
+                                 resolved)
         if execution.fault:
             return SubtaskResult(False, INTERNAL_ERROR, "", _joined(execution.detail, note), inventory,
-                                 execution.attempts)
+                                 execution.attempts, resolved)
         if execution.success:
-            return SubtaskResult(True, NONE, "None", note, inventory, execution.attempts)
+            return SubtaskResult(True, NONE, "None", note, inventory, execution.attempts, resolved)
         return SubtaskResult(False, execution.error_type, execution.feedback, _joined(execution.detail, note),
-                             inventory, execution.attempts)
+                             inventory, execution.attempts, resolved)
 
     def _hand_after(self, attempts: tuple[SkillOutcome, ...]) -> str:
         """The hand after the step: as the last attempt reports it (skill servers always do), else read from the
@@ -143,7 +176,7 @@ class SubtaskExecutor:
         return self._scene().held_object
 
     @staticmethod
-    def skill_goal(request: SubtaskRequest, verdict: CheckVerdict, snapshot: SceneSnapshot) -> SkillGoal:
+    def skill_goal(request: SubtaskText, verdict: CheckVerdict, snapshot: SceneSnapshot) -> SkillGoal:
         """The skill goal for a request that passed the checks: the instances the checks resolved for the skill,
         the planner's words for policies that take an instruction."""
         skill = SKILL_OF_ACTION[request.verb]

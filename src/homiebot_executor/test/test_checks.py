@@ -4,24 +4,33 @@ from __future__ import annotations
 
 import pytest
 
-from homiebot_executor.checks import CheckConfig, SubtaskRequest, check_subtask
+from emmoe_eval.protocol import SubtaskText
+from homiebot_executor.checks import CheckConfig, check_subtask
 
 
 def check(scene, action, target="", place="", model="RT-1-X", **config):
-    return check_subtask(SubtaskRequest(action, target, place, model), scene, config=CheckConfig(**config))
+    return check_subtask(SubtaskText(action, target, place, model), scene, config=CheckConfig(**config))
 
 
-def test_f1_unknown_action_keeps_the_action_as_written(make_kitchen):
-    outcome = check(make_kitchen(), "Fetch", "apple")
+def test_f1_unknown_action_keeps_the_action_as_written_in_verbatim_style(make_kitchen):
+    outcome = check(make_kitchen(), "Fetch", "apple", feedback_style="verbatim")
     assert outcome.error_type == "F1"
     assert outcome.feedback == "Fetch is not in the action list! You should only choose actions in the list."
 
 
-def test_f1_unknown_model(make_kitchen):
-    outcome = check(make_kitchen(), "Pick", "apple", model="GPT-4o")
+def test_f1_unknown_model_when_the_model_is_checked(make_kitchen):
+    outcome = check(make_kitchen(), "Pick", "apple", model="GPT-4o", check_model=True, feedback_style="verbatim")
     assert outcome.error_type == "F1"
     assert outcome.feedback == "Pick is not in the action list! You should only choose actions in the list."
     assert "GPT-4o" in outcome.detail
+
+
+def test_by_default_f1_checks_only_the_action_as_the_release(make_kitchen):
+    outcome = check(make_kitchen(), "Pick", "apple", model="GPT-4o")
+    assert outcome.passed and outcome.target.name == "apple_0"
+    assert SubtaskText("Pick", "apple", model="GPT-4o").routed_model == "RT-1-X"
+    assert SubtaskText("Go to", "fridge", model="").routed_model == "NoMaD"
+    assert SubtaskText("Open", "fridge", model="OCTO").routed_model == "octo"
 
 
 def test_actions_and_models_compare_case_insensitively(make_kitchen):
@@ -156,5 +165,7 @@ def test_check_order_is_spec_order_when_several_fail(make_kitchen):
 def test_bad_config_names_the_field():
     with pytest.raises(ValueError, match="CheckConfig.order"):
         CheckConfig(order="random")
+    with pytest.raises(ValueError, match="CheckConfig.feedback_style: expected one of release, verbatim"):
+        CheckConfig(feedback_style="upper")
     with pytest.raises(ValueError, match="near_threshold < far_threshold"):
         CheckConfig(far_threshold=0.05)

@@ -118,7 +118,7 @@ def test_inventory_names():
 
 
 def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_kitchen):
-    from homiebot_executor.checks import SubtaskRequest
+    from emmoe_eval.protocol import SubtaskText
     from homiebot_executor.monitor import CheckVerdict
     from homiebot_executor.subtask import SubtaskExecutor
 
@@ -135,7 +135,7 @@ def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_ki
                                              note="checked by a test")
 
     executor = SubtaskExecutor(lambda: make_kitchen(), run, checker=lenient)
-    result = executor.execute(SubtaskRequest("Pick", "sofa", "", "RT-1-X"), ["nothing"])
+    result = executor.execute(SubtaskText("Pick", "sofa", "", "RT-1-X"), ["nothing"])
     assert result.success and result.detail == "checked by a test"
     assert [(goal.skill, goal.target) for goal in goals] == [("pick", "sofa_0")] and seen == [("sofa", ("nothing",))]
 
@@ -144,9 +144,9 @@ def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_ki
                                              note="why")
 
     refused = SubtaskExecutor(lambda: make_kitchen(), run, checker=strict).execute(
-        SubtaskRequest("Pick", "sofa", "", "RT-1-X"))
+        SubtaskText("Pick", "sofa", "", "RT-1-X"))
     assert (refused.code, refused.feedback, refused.detail) == ("D1", "Unable to pick, the target is far away",
                                                                 "sofa_0 is 6.00 m away; why")
     assert len(goals) == 1
-    local = SubtaskExecutor(lambda: make_kitchen(), run).execute(SubtaskRequest("Pick", "sofa", "", "RT-1-X"))
+    local = SubtaskExecutor(lambda: make_kitchen(), run).execute(SubtaskText("Pick", "sofa", "", "RT-1-X"))
     assert (local.code, local.detail) == ("D1", "sofa_0 is 6.00 m away (limit 2 m)")

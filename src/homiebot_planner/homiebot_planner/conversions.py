@@ -9,8 +9,9 @@ from emmoe_interfaces.msg import StepRecord, Subtask
 from emmoe_interfaces.srv import GetObservation
 from sensor_msgs.msg import Image
 
-from homiebot_planner.planner import Decision, Observation
+from homiebot_planner.planner import Observation
 from homiebot_planner.prompts import VIEW_ORDER
+from homiebot_planner.rollout import EpisodeStep
 
 _CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4}
 
@@ -34,14 +35,18 @@ def image_to_array(message: Image) -> np.ndarray:
     return np.ascontiguousarray(pixels[:, :, :3])
 
 
-def observation_from_response(response: GetObservation.Response) -> Observation:
+def observation_from_response(response: GetObservation.Response, decode_images: bool = True) -> Observation:
     """The planner's observation from a GetObservation answer (views with no pixels are left out).
+
+    Args:
+        response: the simulator's answer.
+        decode_images: decode the four views into arrays; a text-only planner does not look at them (False).
 
     Raises:
         ValueError: when a view cannot be decoded.
     """
     images = {}
-    for view in VIEW_ORDER:
+    for view in VIEW_ORDER if decode_images else ():
         message = getattr(response, view)
         if message.height and message.width:
             images[view] = image_to_array(message)
@@ -49,42 +54,38 @@ def observation_from_response(response: GetObservation.Response) -> Observation:
     return Observation(images=images, visible=visible)
 
 
-def step_record(
-    *,
-    episode_id: str,
-    instruction: str,
-    run_index: int,
-    decision: Decision,
-    planner_name: str,
-    observation_mode: str,
-    inventory_before: Sequence[str],
-    inventory_after: Sequence[str],
-    success: bool,
-    error_code: int,
-    error_type: str,
-    feedback: str,
-    execution_seconds: float,
-    views: Sequence[Image] = (),
-) -> StepRecord:
-    """The StepRecord of one finished step."""
+def step_record(episode_id: str, instruction: str, run_index: int, planner_name: str, observation_mode: str,
+                step: EpisodeStep, views: Sequence[Image] = ()) -> StepRecord:
+    """The StepRecord of one step of the episode loop (a run-end marker has an empty subtask)."""
     record = StepRecord()
     record.episode_id = episode_id
     record.instruction = instruction
     record.run_index = run_index
-    record.step = decision.round_number
+    record.step = step.number
     record.planner = planner_name
     record.observation_mode = observation_mode
-    record.raw_output = decision.raw_output
-    record.analysis = decision.analysis
+    record.inventory_before = list(step.inventory_before)
+    record.end_reason = step.end_reason.value if step.end_reason is not None else ""
+    record.error_msg = step.error_msg
+    record.views = list(views)
+    decision, execution = step.decision, step.execution
+    if decision is not None:
+        record.raw_output = decision.raw_output
+        record.analysis = decision.analysis
+        record.planning_seconds = float(decision.planning_seconds)
+    if decision is None or execution is None:
+        record.inventory_after = list(step.inventory_before)
+        return record
     record.subtask = Subtask(action=decision.subtask.action, target=decision.subtask.target,
                              place=decision.subtask.place, model=decision.model)
-    record.inventory_before = list(inventory_before)
-    record.inventory_after = list(inventory_after)
-    record.success = success
-    record.error_code = error_code
-    record.error_type = error_type
-    record.feedback = feedback
-    record.planning_seconds = float(decision.planning_seconds)
-    record.execution_seconds = float(execution_seconds)
-    record.views = list(views)
+    record.inventory_after = list(execution.inventory)
+    record.success = execution.success
+    record.error_code = execution.error_code
+    record.error_type = execution.error_type
+    record.feedback = execution.feedback
+    record.target_instance = execution.target_instance
+    record.target_canonical = execution.target_canonical
+    record.place_instance = execution.place_instance
+    record.place_canonical = execution.place_canonical
+    record.execution_seconds = float(execution.seconds)
     return record

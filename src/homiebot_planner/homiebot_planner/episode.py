@@ -8,7 +8,7 @@ like shared/data/emmoe100_tasks.tsv). A free instruction gets a stable generated
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from emmoe_eval.metrics import KeypathMatcher, NameIndex
 from emmoe_eval.names import default_alias_table
 from emmoe_eval.runs import Step
 
-from homiebot_planner.memory import ExecutedStep
+from homiebot_planner.rollout import EpisodeStep
 
 
 class InvalidTaskError(ValueError):
@@ -44,14 +44,24 @@ class EpisodeSpec:
     scene_path: Path | None = None
     keypaths: tuple[Keypath, ...] = ()
 
-    def task_progress(self, executed: Sequence[ExecutedStep]) -> float:
-        """EMMOE task progress of the executed steps (emmoe_eval's greedy keypath match); -1 without keypaths."""
+    def task_progress(self, steps: Iterable[Step]) -> float:
+        """EMMOE task progress of a run's executed steps (emmoe_eval's greedy keypath match on what the executor
+        resolved each name to); -1 without keypaths."""
         if not self.keypaths:
             return -1.0
-        matcher = KeypathMatcher(self.episode_id, self.keypaths, NameIndex(default_alias_table()))
-        return matcher.progress(Step(step=number, action=item.subtask.action, target=item.subtask.target,
-                                     place=item.subtask.place, success=item.success)
-                                for number, item in enumerate(executed, start=1))
+        return KeypathMatcher(self.episode_id, self.keypaths, NameIndex(default_alias_table())).progress(steps)
+
+
+def scored_step(record: EpisodeStep) -> Step | None:
+    """The emmoe_eval step of an executed record of the episode loop (None for a run-end marker)."""
+    decision, execution = record.decision, record.execution
+    if decision is None or execution is None:
+        return None
+    return Step(step=record.number, action=decision.subtask.action, target=decision.subtask.target,
+                place=decision.subtask.place, model=decision.model, success=execution.success,
+                feedback=execution.feedback, target_instance=execution.target_instance,
+                target_canonical=execution.target_canonical, place_instance=execution.place_instance,
+                place_canonical=execution.place_canonical)
 
 
 def free_episode_id(instruction: str) -> str:

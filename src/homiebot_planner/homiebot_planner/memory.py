@@ -8,6 +8,7 @@ sees only the last `window` rounds of the conversation; the whole conversation i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,13 +47,14 @@ class PlannerMemory:
 
     Args:
         task: the instruction of the episode.
-        window: how many previous rounds of the conversation the model sees (the release uses 3).
+        window: how many previous rounds of the conversation the model sees (default 0: the release defines a 3-round
+            window but never sends it; 3 is the option).
 
     Raises:
         ValueError: when the window is negative.
     """
 
-    def __init__(self, task: str, window: int = 3) -> None:
+    def __init__(self, task: str, window: int = 0) -> None:
         if window < 0:
             raise ValueError(f"history window must be >= 0, got {window}")
         self.task = task
@@ -85,7 +87,8 @@ class PlannerMemory:
             return []
         return self.rounds[-self.window:]
 
-    def record_execution(self, round_number: int, subtask: SubtaskText, success: bool, feedback: str | None) -> None:
+    def record_execution(self, round_number: int, subtask: SubtaskText, success: bool, feedback: str | None,
+                         inventory_after: Sequence[str] | None = None) -> None:
         """Update history, feedback and inventory after a subtask was executed.
 
         Args:
@@ -93,12 +96,18 @@ class PlannerMemory:
             subtask: the executed subtask as the planner wrote it.
             success: whether execution succeeded.
             feedback: the executor's feedback string ("None" or None on success).
+            inventory_after: the executor's answer for what the robot holds now: the live loop always passes it and
+                it replaces the inventory. None in replays without an executor (benchmarks, tests): the release's
+                text rule is applied instead (a successful Pick appends the target, a successful Put or an E2 Put
+                drops it).
         """
         self._history_entries.append(format_history_entry(round_number, subtask, success))
         self.executed.append(ExecutedStep(subtask=subtask, success=success, feedback=feedback))
         text = (feedback or "").strip()
         self.feedback = None if success or text in ("", SUCCESS_FEEDBACK) else text
-        if subtask.action == "Pick" and success:
+        if inventory_after is not None:
+            self.inventory = list(inventory_after)
+        elif subtask.action == "Pick" and success:
             self.inventory.append(subtask.target)
         elif subtask.action == "Put" and (success or classify_feedback(feedback) == "E2"):
             self._drop(subtask.target)

@@ -1,8 +1,22 @@
-"""Parsing the planner's three-line answer (Analysis / Subtask / Model) and checking it against the protocol.
+r"""Parsing the planner's three-line answer (Analysis / Subtask / Model) and checking it against the protocol.
 
-Two patterns, both anchored on the labels `Analysis:`, `Subtask:` and `Model:` (DOTALL): the strict one needs the
-subtask in square brackets, the relaxed one accepts it without them (or with only an opening or closing one) but
-only on one line, without stray brackets inside, and only when it splits into at most three comma-separated parts. Parsing never raises: anything else is "unparsable" (None).
+Three parsers, chosen by `PlannerConfig.parser` (see `PARSERS`):
+- "release": the EMMOE release's two patterns for open models, in its order (DOTALL, `re.search`):
+  `.*Analysis: *(.+?) *Subtask: *\[(.*?)\].*Model: *(.*?)$`, then the same without the brackets. With their
+  quirks: any text may stand between `]` and `Model:`, the brackets may span lines, the greedy leading `.*` makes
+  the LAST `Analysis:` block win, and the greedy `.*` before `Model:` makes the model everything after the last
+  `Model:` label (later lines included). The
+  subtask is the bracket content split on commas as the release's executor splits it (first part the action, last
+  part the place of a Put); nothing else is checked, so `[Go to, fridge` (no closing bracket, second pattern) gives
+  the action `[Go to`, which the executor answers with F1, exactly as in the release.
+- "release_bracket": only the first of those patterns, what the release's API-model scripts (GPT-4o, Gemini) use.
+- "strict": this project's parser: a bracketed pattern that allows only whitespace between `]` and `Model:`, then
+  a relaxed one without brackets (or with only an opening or closing one) but only on one line, without stray
+  brackets inside, and only when it splits into at most three comma-separated parts; the FIRST answer wins.
+
+One deliberate difference in every parser: an empty subtask (`Subtask: []`) is unparsable here (the release would
+send an empty action and get F1 back; an empty action is this project's run-end marker). Parsing never raises:
+anything else is "unparsable" (None).
 
 Parsing and validity are separate on purpose: a parsable answer with an unknown action is what the benchmark sends
 to the executor, which answers with the F1 feedback. `validity_problems` tells the caller what is wrong so that a
@@ -17,7 +31,8 @@ from typing import Literal
 
 from emmoe_eval.protocol import ACTIONS, MODELS, MODELS_FOR_ACTION, SubtaskText, format_subtask, parse_subtask
 
-PatternName = Literal["strict", "relaxed"]
+PatternName = Literal["strict", "relaxed", "release_bracket", "release_plain"]
+PARSERS: tuple[str, ...] = ("release", "release_bracket", "strict")
 
 _STRICT = re.compile(
     r"Analysis:(?P<analysis>.*?)Subtask:[ \t]*\[(?P<subtask>[^\[\]\n]*)\]\s*Model:[ \t]*(?P<model>[^\n]*)",
@@ -27,6 +42,13 @@ _RELAXED = re.compile(
     r"Analysis:(?P<analysis>.*?)Subtask:[ \t]*(?P<subtask>[^\n]*?)\s*Model:[ \t]*(?P<model>[^\n]*)",
     re.DOTALL,
 )
+# The release's patterns, verbatim (scripts/eval/eval_*.py of silence143/EMMOE).
+_RELEASE_BRACKET = re.compile(r".*Analysis: *(.+?) *Subtask: *\[(.*?)\].*Model: *(.*?)$", re.DOTALL)
+_RELEASE_PLAIN = re.compile(r".*Analysis: *(.+?) *Subtask: *(.*?) *Model: *(.*?)$", re.DOTALL)
+_RELEASE_PATTERNS: dict[str, tuple[tuple[PatternName, re.Pattern[str]], ...]] = {
+    "release": (("release_bracket", _RELEASE_BRACKET), ("release_plain", _RELEASE_PLAIN)),
+    "release_bracket": (("release_bracket", _RELEASE_BRACKET),),
+}
 # Words a model may write for "no model" after [End].
 _NO_MODEL = ("", "none", "null", "n/a")
 _MODEL_DECORATION = " \t\r`'\"*."
@@ -40,7 +62,7 @@ class ParsedOutput:
         analysis: the Analysis text, trimmed.
         subtask: action, target and place exactly as written (trimmed).
         model: the model name as written, trimmed of quotes and a final full stop.
-        pattern: which pattern matched ("strict" or "relaxed").
+        pattern: which pattern matched ("strict", "relaxed", "release_bracket" or "release_plain").
     """
 
     analysis: str
@@ -75,17 +97,30 @@ def _from_match(match: re.Match[str], pattern: PatternName) -> ParsedOutput | No
     return ParsedOutput(analysis=match.group("analysis").strip(), subtask=subtask, model=model, pattern=pattern)
 
 
-def parse_output(text: str) -> ParsedOutput | None:
-    """Parse a planner answer: the strict pattern first, then the relaxed one.
-
-    Args:
-        text: the model's raw output (any string).
-
-    Returns:
-        The parsed answer, or None when neither pattern yields a well-formed subtask. Never raises.
-    """
-    if not isinstance(text, str):
+def _release_subtask(text: str) -> SubtaskText | None:
+    """The bracket content split as the release's executor splits it: action first, place last (Put)."""
+    parts = [part.strip() for part in text.strip().split(",")]
+    if not parts[0]:
         return None
+    if len(parts) == 1:
+        return SubtaskText(parts[0])
+    return SubtaskText(parts[0], parts[1], parts[-1] if len(parts) > 2 else "")
+
+
+def _parse_release(text: str, parser: str) -> ParsedOutput | None:
+    for pattern, regex in _RELEASE_PATTERNS[parser]:
+        match = regex.search(text)
+        if match is None:
+            continue
+        subtask = _release_subtask(match.group(2))
+        if subtask is None:
+            return None
+        return ParsedOutput(analysis=match.group(1).strip(), subtask=subtask, model=match.group(3).strip(),
+                            pattern=pattern)
+    return None
+
+
+def _parse_strict(text: str) -> ParsedOutput | None:
     for pattern, regex in (("strict", _STRICT), ("relaxed", _RELAXED)):
         match = regex.search(text)
         if match is not None:
@@ -93,6 +128,28 @@ def parse_output(text: str) -> ParsedOutput | None:
             if parsed is not None:
                 return parsed
     return None
+
+
+def parse_output(text: str, parser: str = "strict") -> ParsedOutput | None:
+    """Parse a planner answer with one of `PARSERS` (see the module docstring).
+
+    Args:
+        text: the model's raw output (any string).
+        parser: "release", "release_bracket" or "strict".
+
+    Returns:
+        The parsed answer, or None when no pattern yields a subtask. Never raises for any text.
+
+    Raises:
+        ValueError: for an unknown parser name.
+    """
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {', '.join(PARSERS)}, not {parser!r}")
+    if not isinstance(text, str):
+        return None
+    if parser == "strict":
+        return _parse_strict(text)
+    return _parse_release(text, parser)
 
 
 def validity_problems(parsed: ParsedOutput) -> tuple[str, ...]:

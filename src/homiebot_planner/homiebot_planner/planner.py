@@ -1,4 +1,4 @@
-"""The planner's step logic: build the messages, sample up to N times, parse, fall back to End, update memory.
+"""The planner's step logic: build the messages, sample up to N times, parse, give up, update memory.
 
 This is the EMMOE high-level planning loop without ROS: the planner node feeds it observations and execution
 results; tests and benchmarks drive it directly.
@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import SubtaskText
+from emmoe_eval.protocol import SubtaskText, is_small_object
 
 from homiebot_planner.backends.base import ChatMessage, DecodingConstraints, GenerationRequest, PlannerBackend
 from homiebot_planner.memory import PlannerMemory
-from homiebot_planner.parsing import ParsedOutput, is_valid, parse_output
+from homiebot_planner.parsing import PARSERS, ParsedOutput, is_valid, parse_output
 from homiebot_planner.prompts import (
     RELEASE_IMAGE_ORDER,
     REQUEST_LINES,
@@ -25,11 +25,12 @@ from homiebot_planner.prompts import (
     build_user_message,
     display_name,
     in_context_example,
-    is_small_object,
     system_prompt,
 )
 
 END = SubtaskText("End")
+# The subtask of a give-up decision: nothing to execute (the run ends without logging the round, as the release).
+NO_SUBTASK = SubtaskText("")
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,11 @@ class PlannerConfig:
     """Settings of the planning loop (defaults are the released loop's).
 
     Attributes:
-        max_samples: samples per step before giving up and emitting End (EMMOE: 5).
-        history_window: previous conversation rounds the model sees (EMMOE: 3).
+        max_samples: samples per step before giving up (EMMOE: 5; the run then ends, reason gave_up).
+        history_window: previous conversation rounds the model sees (the release defines 3 but sends none: 0).
         request_variant: "live" (the release's loop) or "sft" (the SFT data's request line).
         in_context_example: show one well-formed exchange before each inference (for untuned models).
-        temperature: sampling temperature (EMMOE: 0.2; 0 is greedy).
+        temperature: sampling temperature (EMMOE: 0.2; 0 is greedy; None sends none: the model's or API's default).
         max_new_tokens: cap on tokens per sample.
         require_valid: re-sample answers that parse but name an unknown action/model or wrong arguments
             (off by default: the benchmark sends them to the executor, which answers F1).
@@ -49,18 +50,20 @@ class PlannerConfig:
             says front, left, back, right); off by default.
         display_names: show text-only planners readable aliases (`apple`) instead of canonical ids (`013_apple`).
         hand_rules: constrained decoding also forbids Pick/Open/Close with a full hand and Put with an empty one.
+        parser: how answers are parsed: "release", "release_bracket" or "strict" (homiebot_planner.parsing).
     """
 
     max_samples: int = 5
-    history_window: int = 3
+    history_window: int = 0
     request_variant: str = "live"
     in_context_example: bool = False
-    temperature: float = 0.2
-    max_new_tokens: int = 256
+    temperature: float | None = 0.2
+    max_new_tokens: int = 1024
     require_valid: bool = False
     release_image_order: bool = False
     display_names: bool = True
     hand_rules: bool = True
+    parser: str = "strict"
 
     def __post_init__(self) -> None:
         if self.max_samples < 1:
@@ -69,10 +72,12 @@ class PlannerConfig:
             raise ValueError(f"history_window must be >= 0, got {self.history_window}")
         if self.request_variant not in REQUEST_LINES:
             raise ValueError(f"request_variant must be one of {sorted(REQUEST_LINES)}, got {self.request_variant!r}")
-        if not 0.0 <= self.temperature <= 2.0:
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
             raise ValueError(f"temperature must be in [0, 2], got {self.temperature}")
         if self.max_new_tokens < 8:
             raise ValueError(f"max_new_tokens must be >= 8, got {self.max_new_tokens}")
+        if self.parser not in PARSERS:
+            raise ValueError(f"parser must be one of {', '.join(PARSERS)}, got {self.parser!r}")
 
 
 @dataclass(frozen=True)
@@ -97,11 +102,11 @@ class Decision:
         user_message: the user message of this step (text).
         raw_output: the accepted sample, or the last sample when the planner gave up.
         parsed: the parsed answer; None when no sample parsed.
-        subtask: what to execute (End when the planner ended or gave up).
-        model: the low-level model as written ("None" for End).
+        subtask: what to execute (End when the planner ended; NO_SUBTASK when it gave up).
+        model: the low-level model as written ("None" for End, "" when the planner gave up).
         analysis: the Analysis text (empty when the planner gave up).
         samples: how many samples were drawn.
-        gave_up: True when all samples were unparsable and End was emitted instead.
+        gave_up: True when all samples were unparsable: the run ends (the round is not kept in memory).
         valid: whether the answer is valid under the protocol (action/model lists, argument counts).
         planning_seconds: wall time of the step's inference.
     """
@@ -179,7 +184,7 @@ class Planner:
         """System prompt, optional in-context example, the conversation window and the current turn."""
         messages = [ChatMessage("system", self._system)]
         if self.config.in_context_example:
-            example = in_context_example(self.config.request_variant, self.observation_mode)
+            example = in_context_example()
             messages += [ChatMessage("user", example.user), ChatMessage("assistant", example.assistant)]
         for previous in self.memory.visible_rounds():
             messages += [ChatMessage("user", previous.user), ChatMessage("assistant", previous.assistant)]
@@ -193,7 +198,8 @@ class Planner:
     def decide(self, observation: Observation, cancel: threading.Event | None = None) -> Decision:
         """Sample until an answer parses (and is valid when required), at most `max_samples` times.
 
-        The exchange is added to the conversation. After `max_samples` unusable samples the decision is End.
+        The exchange is added to the conversation. After `max_samples` unusable samples the planner gives up: the
+        decision has `gave_up` set and no subtask, and the round is not kept (the release never logs it).
 
         Raises:
             BackendError: when the backend cannot answer at all.
@@ -213,22 +219,31 @@ class Planner:
         samples = 0
         for samples in range(1, self.config.max_samples + 1):
             raw_output = self.backend.generate(request)
-            candidate = parse_output(raw_output)
+            candidate = parse_output(raw_output, self.config.parser)
             if candidate is not None and (not self.config.require_valid or is_valid(candidate)):
                 parsed = candidate
                 break
             if cancel is not None and cancel.is_set():
                 break
+        if parsed is None:
+            return Decision(round_number=self.memory.next_round, user_message=user_message, raw_output=raw_output,
+                            parsed=None, subtask=NO_SUBTASK, model="", analysis="", samples=samples, gave_up=True,
+                            valid=False, planning_seconds=time.perf_counter() - started)
         round_number = self.memory.add_round(user_message, raw_output).number
         elapsed = time.perf_counter() - started
-        if parsed is None:
-            return Decision(round_number=round_number, user_message=user_message, raw_output=raw_output, parsed=None,
-                            subtask=END, model="None", analysis="", samples=samples, gave_up=True, valid=True,
-                            planning_seconds=elapsed)
         return Decision(round_number=round_number, user_message=user_message, raw_output=raw_output, parsed=parsed,
                         subtask=parsed.subtask, model=parsed.model, analysis=parsed.analysis, samples=samples,
                         gave_up=False, valid=is_valid(parsed), planning_seconds=elapsed)
 
-    def record_result(self, decision: Decision, success: bool, feedback: str | None) -> None:
-        """Update memory with the execution result of a decision."""
-        self.memory.record_execution(decision.round_number, decision.subtask, success, feedback)
+    def record_result(self, decision: Decision, success: bool, feedback: str | None,
+                      inventory_after: Sequence[str] | None = None) -> None:
+        """Update memory with the execution result of a decision.
+
+        Args:
+            decision: the executed decision.
+            success: whether it succeeded.
+            feedback: the executor's feedback string.
+            inventory_after: what the executor says the robot holds now (the source of truth in the live loop);
+                None only in replays without an executor, which then apply the release's text rule.
+        """
+        self.memory.record_execution(decision.round_number, decision.subtask, success, feedback, inventory_after)

@@ -1,10 +1,12 @@
-"""The HomieBot planner node: serves /emmoe/run_task and runs the EMMOE planning loop.
+"""The HomieBot planner node: serves /emmoe/run_task and runs the EMMOE episode loop (`rollout.run_episode`).
 
-Per step: /sim/get_observation -> planner inference -> /subtask goal (ExecuteSubtask) -> memory update -> a
-StepRecord on /emmoe/steps (also sent as the goal's feedback), until End or the step limit. At the start of a run
-the simulator is reset with the task's scene.json when the task has one (parameter data_dir) and
-reset_simulator is true. A run that exceeds executor_timeout_s waiting for /subtask records the step as failed
-with the reason and ends with EXECUTOR_ERROR instead of hanging. Cancel is honoured between and during phases.
+Per step: /sim/get_observation -> planner inference -> /subtask goal (ExecuteSubtask) -> memory update (feedback and
+the executor's inventory) -> a StepRecord on /emmoe/steps (also sent as the goal's feedback), until the run ends.
+The last StepRecord of a run carries its end reason (end, step_limit, gave_up, cancelled, error); a run that ends
+before executing anything more gets a run-end marker record (no subtask). At the start of a run the simulator is
+reset with the task's scene.json when the task has one (parameter data_dir) and reset_simulator is true. A run that
+exceeds executor_timeout_s waiting for /subtask ends with reason error (EXECUTOR_ERROR) instead of hanging; faults
+are never recorded as the planner's own result. Cancel is honoured between and during phases.
 
 Usage:
     planner_node --ros-args -p backend:=smollm2
@@ -16,69 +18,49 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import rclpy
+from emmoe_eval import topics
+from emmoe_eval.runs import Step
+from emmoe_eval.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
 from emmoe_interfaces.msg import StepRecord, Subtask
 from emmoe_interfaces.srv import GetObservation, ResetEpisode
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Image
 
 from homiebot_planner.backends import BackendError, EpisodeInfo, create_backend
 from homiebot_planner.conversions import observation_from_response, step_record
-from homiebot_planner.episode import EpisodeSpec, InvalidTaskError, resolve_episode
+from homiebot_planner.episode import EpisodeSpec, InvalidTaskError, resolve_episode, scored_step
 from homiebot_planner.memory import write_conversation_json
-from homiebot_planner.planner import Decision, Observation, Planner
+from homiebot_planner.planner import Decision, Planner
+from homiebot_planner.rollout import (
+    EndReason,
+    EpisodeCancelled,
+    EpisodeFault,
+    EpisodeResult,
+    EpisodeStep,
+    Execution,
+    FaultSource,
+    Observed,
+    run_episode,
+)
 from homiebot_planner.settings import (
+    DYNAMIC_TYPED_PARAMETERS,
     PARAMETER_DEFAULTS,
-    TRI_STATE_PARAMETERS,
     build_settings,
     resolve_in_context_example,
 )
 
-_POLL_S = 0.05
 _EXECUTOR_FAULTS = (ExecuteSubtask.Result.CANCELED, ExecuteSubtask.Result.BUSY, ExecuteSubtask.Result.INTERNAL_ERROR)
-
-
-class RunAborted(Exception):
-    """Ends a run early with a RunTask error code and message."""
-
-    def __init__(self, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-
-
-@dataclass
-class Execution:
-    """What /subtask answered for one step (or why it did not)."""
-
-    success: bool = False
-    error_code: int = 0
-    error_type: str = ""
-    feedback: str = "None"
-    fatal: str = ""
-    cancelled: bool = False
-    seconds: float = 0.0
-
-
-@dataclass
-class RunState:
-    """Book-keeping of the run in progress."""
-
-    spec: EpisodeSpec
-    run_index: int
-    cancel: threading.Event = field(default_factory=threading.Event)
-    steps: int = 0
-    ended_by_agent: bool = False
+_FAULT_CODES = {FaultSource.SIMULATOR: RunTask.Result.SIMULATOR_ERROR, FaultSource.EXECUTOR: RunTask.Result.EXECUTOR_ERROR,
+                FaultSource.PLANNER: RunTask.Result.PLANNER_ERROR}
 
 
 class PlannerNode(Node):
@@ -95,31 +77,22 @@ class PlannerNode(Node):
 
     def __init__(self, context: Any = None, parameter_overrides: list[Parameter] | None = None) -> None:
         super().__init__("planner", context=context, parameter_overrides=parameter_overrides or [])
-        for name, default in PARAMETER_DEFAULTS.items():
-            if isinstance(default, list):
-                descriptor = ParameterDescriptor(type=ParameterType.PARAMETER_STRING_ARRAY)
-                self.declare_parameter(name, default, descriptor)
-            elif name in TRI_STATE_PARAMETERS:
-                # "auto", "true" or "false": `-p name:=true` arrives as a bool, which is accepted too.
-                self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
-            else:
-                self.declare_parameter(name, default)
-        values = {name: self.get_parameter(name).value for name in PARAMETER_DEFAULTS}
-        self.settings = build_settings(values)
+        # Dynamically typed parameters take several types: `-p in_context_example:=true` arrives as a bool.
+        self.settings = build_settings(declare_parameters(self, PARAMETER_DEFAULTS, DYNAMIC_TYPED_PARAMETERS))
         self.backend = create_backend(self.settings.backend)
         self.planner_config = self.settings.planner
         self.in_context_example = resolve_in_context_example(self.settings.in_context_example,
                                                              self.backend.default_in_context_example)
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
-        self._runs: dict[bytes, RunState] = {}
-        self._observe_client: Any = self.create_client(GetObservation, "/sim/get_observation",
+        self._cancels: dict[bytes, threading.Event] = {}
+        self._observe_client: Any = self.create_client(GetObservation, topics.GET_OBSERVATION_SERVICE,
                                                        callback_group=self._group)
-        self._reset_client: Any = self.create_client(ResetEpisode, "/sim/reset_episode", callback_group=self._group)
-        self._subtask_client: Any = ActionClient(self, ExecuteSubtask, "/subtask", callback_group=self._group)
-        self._steps = self.create_publisher(StepRecord, "/emmoe/steps",
+        self._reset_client: Any = self.create_client(ResetEpisode, topics.RESET_EPISODE_SERVICE, callback_group=self._group)
+        self._subtask_client: Any = ActionClient(self, ExecuteSubtask, topics.SUBTASK_ACTION, callback_group=self._group)
+        self._steps = self.create_publisher(StepRecord, topics.STEPS_TOPIC,
                                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        self._server = ActionServer(self, RunTask, "/emmoe/run_task", execute_callback=self._execute,
+        self._server = ActionServer(self, RunTask, topics.RUN_TASK_ACTION, execute_callback=self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                     cancel_callback=self._on_cancel, callback_group=self._group)
         self.get_logger().info(f"planner ready: backend {self.backend.name} (observation: "
@@ -128,9 +101,9 @@ class PlannerNode(Node):
     # ---- action server callbacks -------------------------------------------------------------------------------
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
-        run = self._runs.get(bytes(goal_handle.goal_id.uuid))
-        if run is not None:
-            run.cancel.set()
+        cancel = self._cancels.get(bytes(goal_handle.goal_id.uuid))
+        if cancel is not None:
+            cancel.set()
         return CancelResponse.ACCEPT
 
     def _execute(self, goal_handle: Any) -> RunTask.Result:
@@ -145,7 +118,7 @@ class PlannerNode(Node):
             goal_handle.abort()
             return _result(RunTask.Result.PLANNER_ERROR, f"internal error: {type(error).__name__}: {error}")
         finally:
-            self._runs.pop(key, None)
+            self._cancels.pop(key, None)
             self._busy.release()
 
     # ---- the run ---------------------------------------------------------------------------------------------
@@ -158,176 +131,60 @@ class PlannerNode(Node):
         except InvalidTaskError as error:
             goal_handle.abort()
             return _result(RunTask.Result.INVALID_TASK, str(error))
-        run = RunState(spec=spec, run_index=goal.run_index or 1)
-        self._runs[key] = run
+        cancel = threading.Event()
+        self._cancels[key] = cancel
         if goal_handle.is_cancel_requested:
-            run.cancel.set()
+            cancel.set()
+        run_index = goal.run_index or 1
         max_steps = goal.max_steps or node.max_steps
-        config = replace(self.planner_config, in_context_example=self.in_context_example)
-        planner = Planner(self.backend, spec.instruction, config)
-        self.get_logger().info(f"run {spec.episode_id}/{run.run_index}: {spec.instruction!r} (max {max_steps} steps)")
+        planner = Planner(self.backend, spec.instruction, replace(self.planner_config,
+                                                                  in_context_example=self.in_context_example))
+        self.get_logger().info(f"run {spec.episode_id}/{run_index}: {spec.instruction!r} (max {max_steps} steps)")
+        io = _StackIO(self, spec, run_index, planner, goal_handle, cancel)
         try:
             self.backend.start_episode(EpisodeInfo(episode_id=spec.episode_id, instruction=spec.instruction,
                                                    task_id=spec.task_id, task_dir=spec.task_dir))
             if spec.scene_path is not None and node.reset_simulator:
-                self._reset(spec.scene_path, run.cancel)
-            observation, views = self._observe(run.cancel)
-            while run.steps < max_steps and not run.ended_by_agent:
-                self._check_cancel(run)
-                observation, views = self._step(goal_handle, run, planner, observation, views)
-        except RunAborted as abort:
-            return self._finish(goal_handle, run, planner, abort.error_code, str(abort))
-        except BackendError as error:
-            if run.cancel.is_set():
-                return self._finish(goal_handle, run, planner, RunTask.Result.CANCELED, "cancelled during inference")
-            return self._finish(goal_handle, run, planner, RunTask.Result.PLANNER_ERROR, str(error))
-        reason = "the agent ended the run" if run.ended_by_agent else f"step limit {max_steps} reached"
-        return self._finish(goal_handle, run, planner, RunTask.Result.NONE, reason)
+                io.reset(spec.scene_path)
+        except (EpisodeFault, BackendError) as error:
+            source = error.source if isinstance(error, EpisodeFault) else FaultSource.PLANNER
+            io.record(EpisodeStep(number=1, decision=None, execution=None, inventory_before=(),
+                                  end_reason=EndReason.ERROR, error_msg=str(error)))
+            outcome = EpisodeResult(EndReason.ERROR, 0, str(error), source)
+        except EpisodeCancelled:
+            io.record(EpisodeStep(number=1, decision=None, execution=None, inventory_before=(),
+                                  end_reason=EndReason.CANCELLED))
+            outcome = EpisodeResult(EndReason.CANCELLED, 0, "cancelled during the simulator reset")
+        else:
+            outcome = run_episode(planner, io, io, io, max_steps, cancel)
+        return self._finish(goal_handle, spec, run_index, planner, io, outcome)
 
-    def _finish(self, goal_handle: Any, run: RunState, planner: Planner, error_code: int,
-                message: str) -> RunTask.Result:
+    def _finish(self, goal_handle: Any, spec: EpisodeSpec, run_index: int, planner: Planner, io: _StackIO,
+                outcome: EpisodeResult) -> RunTask.Result:
         """Write conversation.json, settle the goal and build the result (task progress when keypaths are known)."""
-        self._write_conversation(run, planner)
-        if error_code == RunTask.Result.NONE:
-            goal_handle.succeed()
-        elif error_code == RunTask.Result.CANCELED:
+        self._write_conversation(spec, run_index, planner)
+        if outcome.end_reason is EndReason.ERROR:
+            error_code = _FAULT_CODES[outcome.fault_source or FaultSource.PLANNER]
+            goal_handle.abort()
+        elif outcome.end_reason is EndReason.CANCELLED:
+            error_code = RunTask.Result.CANCELED
             goal_handle.canceled()
         else:
-            goal_handle.abort()
-        self.get_logger().info(f"run {run.spec.episode_id}/{run.run_index} ended after {run.steps} steps: {message}")
-        result = _result(error_code, "" if error_code == RunTask.Result.NONE else message, run,
-                         success=run.ended_by_agent)
-        result.task_progress = run.spec.task_progress(planner.memory.executed)
+            error_code = RunTask.Result.NONE
+            goal_handle.succeed()
+        self.get_logger().info(f"run {spec.episode_id}/{run_index} ended after {outcome.steps} steps "
+                               f"({outcome.end_reason.value}): {outcome.message}")
+        message = outcome.message if error_code != RunTask.Result.NONE else ""
+        result = _result(error_code, message, spec.episode_id, outcome.steps, success=outcome.ended_by_agent)
+        result.end_reason = outcome.end_reason.value
+        result.task_progress = spec.task_progress(io.scored_steps)
         return result
 
-    def _step(self, goal_handle: Any, run: RunState, planner: Planner, observation: Observation,
-              views: list[Image]) -> tuple[Observation, list[Image]]:
-        inventory_before = list(planner.memory.inventory)
-        decision = planner.decide(observation, run.cancel)
-        self._check_cancel(run)
-        run.steps += 1
-        if decision.is_end:
-            execution = Execution(success=True)
-            run.ended_by_agent = True
-        else:
-            execution = self._execute_subtask(decision, inventory_before, run.cancel)
-            if execution.cancelled:
-                raise RunAborted(RunTask.Result.CANCELED, "cancelled during execution")
-        planner.record_result(decision, execution.success, execution.feedback)
-        next_observation, next_views = observation, views
-        problem: RunAborted | None = None
-        if execution.fatal:
-            problem = RunAborted(RunTask.Result.EXECUTOR_ERROR, execution.fatal)
-        elif not decision.is_end:
-            try:
-                next_observation, next_views = self._observe(run.cancel)
-            except RunAborted as error:
-                problem, next_views = error, []
-        record = step_record(
-            episode_id=run.spec.episode_id, instruction=run.spec.instruction, run_index=run.run_index,
-            decision=decision, planner_name=self.backend.name, observation_mode=planner.observation_mode,
-            inventory_before=inventory_before, inventory_after=planner.memory.inventory, success=execution.success,
-            error_code=execution.error_code, error_type=execution.error_type, feedback=execution.feedback,
-            execution_seconds=execution.seconds, views=next_views if self.settings.node.record_views else (),
-        )
-        record.header.stamp = self.get_clock().now().to_msg()
-        self._steps.publish(record)
-        feedback = RunTask.Feedback()
-        feedback.latest = record
-        goal_handle.publish_feedback(feedback)
-        if problem is not None:
-            raise problem
-        return next_observation, next_views
-
-    def _check_cancel(self, run: RunState) -> None:
-        if run.cancel.is_set():
-            raise RunAborted(RunTask.Result.CANCELED, "cancelled")
-
-    # ---- calls to the simulator and the executor -----------------------------------------------------------------
-
-    def _wait(self, future: Any, timeout_s: float, cancel: threading.Event | None) -> str:
-        """"done", "timeout" or "cancelled"."""
-        done = threading.Event()
-        future.add_done_callback(lambda _future: done.set())
-        deadline = time.monotonic() + timeout_s
-        while not done.wait(_POLL_S):
-            if cancel is not None and cancel.is_set():
-                return "cancelled"
-            if time.monotonic() >= deadline:
-                return "timeout"
-        return "done"
-
-    def _call(self, client: Any, request: Any, timeout_s: float, cancel: threading.Event, what: str) -> Any:
-        if not client.wait_for_service(timeout_sec=self.settings.node.server_wait_s):
-            raise RunAborted(RunTask.Result.SIMULATOR_ERROR, f"{what}: service {client.srv_name} is not available")
-        future = client.call_async(request)
-        status = self._wait(future, timeout_s, cancel)
-        if status == "cancelled":
-            raise RunAborted(RunTask.Result.CANCELED, f"cancelled during {what}")
-        if status == "timeout":
-            raise RunAborted(RunTask.Result.SIMULATOR_ERROR, f"{what}: no answer within {timeout_s:g} s")
-        response = future.result()
-        if response is None or not response.success:
-            detail = response.error_msg if response is not None else "no response"
-            raise RunAborted(RunTask.Result.SIMULATOR_ERROR, f"{what} failed: {detail}")
-        return response
-
-    def _reset(self, scene_path: Path, cancel: threading.Event) -> None:
-        request = ResetEpisode.Request()
-        request.scene_path = str(scene_path)
-        self._call(self._reset_client, request, self.settings.node.reset_timeout_s, cancel, "reset_episode")
-
-    def _observe(self, cancel: threading.Event) -> tuple[Observation, list[Image]]:
-        response = self._call(self._observe_client, GetObservation.Request(), self.settings.node.observation_timeout_s,
-                              cancel, "get_observation")
-        try:
-            observation = observation_from_response(response)
-        except ValueError as error:
-            raise RunAborted(RunTask.Result.SIMULATOR_ERROR, f"get_observation: {error}") from None
-        return observation, [response.front, response.left, response.back, response.right]
-
-    def _execute_subtask(self, decision: Decision, inventory: list[str], cancel: threading.Event) -> Execution:
-        node = self.settings.node
-        started = time.monotonic()
-        if not self._subtask_client.wait_for_server(timeout_sec=node.server_wait_s):
-            return Execution(fatal="the executor action server /subtask is not available")
-        goal = ExecuteSubtask.Goal()
-        goal.subtask = Subtask(action=decision.subtask.action, target=decision.subtask.target,
-                               place=decision.subtask.place, model=decision.model)
-        goal.inventory = list(inventory)
-        sent = self._subtask_client.send_goal_async(goal)
-        status = self._wait(sent, node.server_wait_s, cancel)
-        if status != "done":
-            return Execution(cancelled=status == "cancelled",
-                             fatal="" if status == "cancelled" else "/subtask did not accept the goal in time")
-        handle = sent.result()
-        if handle is None or not handle.accepted:
-            return Execution(fatal="/subtask rejected the goal")
-        result_future = handle.get_result_async()
-        status = self._wait(result_future, node.executor_timeout_s, cancel)
-        if status != "done":
-            handle.cancel_goal_async()
-            if status == "cancelled":
-                return Execution(cancelled=True, seconds=time.monotonic() - started)
-            reason = f"executor timeout: /subtask gave no result within {node.executor_timeout_s:g} s"
-            return Execution(error_code=ExecuteSubtask.Result.INTERNAL_ERROR, feedback=reason, fatal=reason,
-                             seconds=time.monotonic() - started)
-        response = result_future.result()
-        if response is None:
-            return Execution(fatal="/subtask returned no result", seconds=time.monotonic() - started)
-        result = response.result
-        execution = Execution(success=result.success, error_code=result.error_code, error_type=result.error_type,
-                              feedback=result.feedback or ("None" if result.success else result.error_msg),
-                              seconds=time.monotonic() - started)
-        if result.error_code in _EXECUTOR_FAULTS:
-            execution.fatal = f"/subtask failed outside the EMMOE errors (code {result.error_code}): {result.error_msg}"
-        return execution
-
-    def _write_conversation(self, run: RunState, planner: Planner) -> None:
+    def _write_conversation(self, spec: EpisodeSpec, run_index: int, planner: Planner) -> None:
         directory = self.settings.node.conversation_dir
         if not directory or not planner.memory.rounds:
             return
-        path = Path(directory) / run.spec.episode_id / str(run.run_index) / "conversation.json"
+        path = Path(directory) / spec.episode_id / str(run_index) / "conversation.json"
         try:
             write_conversation_json(path, planner.memory.rounds)
         except OSError as error:
@@ -341,37 +198,108 @@ class PlannerNode(Node):
         super().destroy_node()
 
 
-def _result(error_code: int, message: str, run: RunState | None = None, success: bool = False) -> RunTask.Result:
+class _StackIO:
+    """The episode loop's observer, executor and recorder for one run, over the stack's ROS interfaces."""
+
+    def __init__(self, node: PlannerNode, spec: EpisodeSpec, run_index: int, planner: Planner, goal_handle: Any,
+                 cancel: threading.Event) -> None:
+        self.node = node
+        self.settings = node.settings.node
+        self.spec = spec
+        self.run_index = run_index
+        self.planner = planner
+        self.goal_handle = goal_handle
+        self.cancel = cancel
+        self.scored_steps: list[Step] = []
+
+    def _call(self, client: Any, request: Any, timeout_s: float, what: str) -> Any:
+        outcome = call_service(client, request, timeout_s, cancel=self.cancel, server_wait_s=self.settings.server_wait_s)
+        if outcome.status is CallStatus.CANCELLED:
+            raise EpisodeCancelled(f"cancelled during {what}")
+        if not outcome.ok:
+            raise EpisodeFault(FaultSource.SIMULATOR, f"{what}: {outcome.message}")
+        response = outcome.response
+        if not response.success:
+            raise EpisodeFault(FaultSource.SIMULATOR, f"{what} failed: {response.error_msg}")
+        return response
+
+    def reset(self, scene_path: Path) -> None:
+        """Reset the simulator with the task's scene (raises EpisodeFault, EpisodeCancelled)."""
+        request = ResetEpisode.Request()
+        request.scene_path = str(scene_path)
+        self._call(self.node._reset_client, request, self.settings.reset_timeout_s, "reset_episode")
+
+    def observe(self) -> Observed:
+        """The current observation from /sim/get_observation."""
+        response = self._call(self.node._observe_client, GetObservation.Request(),
+                              self.settings.observation_timeout_s, "get_observation")
+        try:
+            observation = observation_from_response(response, decode_images=self.planner.observation_mode == "images")
+        except ValueError as error:
+            raise EpisodeFault(FaultSource.SIMULATOR, f"get_observation: {error}") from None
+        return Observed(observation, [response.front, response.left, response.back, response.right])
+
+    def execute(self, decision: Decision, inventory: Sequence[str]) -> Execution:
+        """Send the subtask to /subtask and wait for its result."""
+        goal = ExecuteSubtask.Goal()
+        goal.subtask = Subtask(action=decision.subtask.action, target=decision.subtask.target,
+                               place=decision.subtask.place, model=decision.model)
+        goal.inventory = list(inventory)
+        started = time.monotonic()
+        outcome = send_action_goal(self.node._subtask_client, goal, accept_timeout_s=self.settings.server_wait_s,
+                                   result_timeout_s=self.settings.executor_timeout_s, cancel=self.cancel,
+                                   server_wait_s=self.settings.server_wait_s)
+        seconds = time.monotonic() - started
+        if outcome.status is CallStatus.CANCELLED:
+            raise EpisodeCancelled("cancelled during execution")
+        if outcome.status is CallStatus.TIMEOUT:
+            fault = f"executor timeout: /subtask gave no result within {self.settings.executor_timeout_s:g} s"
+        elif not outcome.ok:
+            fault = f"/subtask: {outcome.message}"
+        if not outcome.ok:
+            return Execution(success=False, inventory=tuple(inventory), error_code=ExecuteSubtask.Result.INTERNAL_ERROR,
+                             feedback=fault, seconds=seconds, fault=fault)
+        result = outcome.result
+        execution = Execution(
+            success=result.success, inventory=tuple(result.inventory), error_code=result.error_code,
+            error_type=result.error_type, feedback=result.feedback or ("None" if result.success else result.error_msg),
+            target_instance=result.target_instance, target_canonical=result.target_canonical,
+            place_instance=result.place_instance, place_canonical=result.place_canonical, seconds=seconds)
+        if result.error_code in _EXECUTOR_FAULTS:
+            execution = replace(execution, fault=f"/subtask failed outside the EMMOE errors (code {result.error_code}): "
+                                                 f"{result.error_msg}")
+        return execution
+
+    def record(self, step: EpisodeStep) -> None:
+        """Publish the step's StepRecord on /emmoe/steps and as the goal's feedback (and keep it for the TP)."""
+        scored = scored_step(step)
+        if scored is not None:
+            self.scored_steps.append(scored)
+        record = step_record(self.spec.episode_id, self.spec.instruction, self.run_index, self.node.backend.name,
+                             self.planner.observation_mode, step,
+                             views=step.views if self.settings.record_views else ())
+        record.header.stamp = self.node.get_clock().now().to_msg()
+        self.node._steps.publish(record)
+        feedback = RunTask.Feedback()
+        feedback.latest = record
+        self.goal_handle.publish_feedback(feedback)
+
+
+def _result(error_code: int, message: str, episode_id: str = "", steps: int = 0,
+            success: bool = False) -> RunTask.Result:
     result = RunTask.Result()
     result.success = success
     result.error_code = error_code
     result.error_msg = message
-    result.episode_id = run.spec.episode_id if run is not None else ""
-    result.steps = run.steps if run is not None else 0
+    result.episode_id = episode_id
+    result.steps = steps
     result.task_progress = -1.0
     return result
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run the planner node until interrupted."""
-    rclpy.init(args=args)
-    try:
-        node = PlannerNode()
-    except (ValueError, BackendError) as error:
-        print(f"planner_node: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    """Run the planner node until interrupted (exit status 2 for a bad parameter or backend)."""
+    return spin_node(PlannerNode, args, name="planner_node", config_errors=(ValueError, BackendError))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,13 @@
 """The EMMOE planner prompts: system prompt, per-step user message, history entries, in-context example.
 
 Everything here is plain text building with no model or ROS dependency. The labelled fields of the user
-message, their order, the two request-line variants and the history-entry format are part of the EMMOE
-protocol (spec section 2) and are reproduced byte for byte; the system prompt is this project's own wording
-of the protocol's content points.
+message, their order, the two request-line variants, the history-entry format and the in-context example are part
+of the EMMOE protocol (spec section 2) and are reproduced byte for byte; the system prompt is this project's own
+wording of the protocol's content points.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -16,11 +15,10 @@ from typing import Literal
 from emmoe_eval.conversation import (
     LIVE_REQUEST_LINE,
     SFT_REQUEST_LINE,
-    format_history_entry,
     format_user_message,
 )
 from emmoe_eval.names import AliasTable, default_alias_table, normalize
-from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, SubtaskText
+from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK
 
 ObservationMode = Literal["images", "text"]
 
@@ -146,41 +144,30 @@ def build_user_message(
     return prefix + format_user_message(task, list(inventory), history or "", feedback_text, request_line(variant))
 
 
+# The in-context example of the EMMOE paper (Appendix) and release (scripts/eval/eval_Qwen2VL.py and
+# eval_MiniCPM.py of silence143/EMMOE, Apache-2.0), verbatim: protocol data, not this project's wording.
+# The release sends it, as text only, between the system prompt and the current turn of untuned open models.
+IN_CONTEXT_EXAMPLE_USER = (
+    "here is an example output, please strictly follow its format and system reminders in your output:\n"
+    "Analysis: According to my final task, I need to fetch apples first, but it's a better choice to go the fridge "
+    "and open it first, which will avoid potential conflicts, so I should go to the fridge next\n"
+    "Subtask: [Go to, fridge]\n"
+    "Model: NoMaD\n"
+)
+IN_CONTEXT_EXAMPLE_ASSISTANT = "I will surely follow the given format, now you can send prompt to me."
+
+
 @dataclass(frozen=True)
 class InContextExample:
-    """One well-formed exchange shown to untuned models before each inference."""
+    """One exchange shown to untuned models before each inference."""
 
     user: str
     assistant: str
 
 
-def in_context_example(variant: str = "live", observation_mode: str = "images") -> InContextExample:
-    """The one-example template for untuned models: a made-up state and a well-formed answer to it."""
-    visible = None
-    if observation_mode == "text":
-        visible = {"front": ["fridge", "kitchen_counter"], "left": ["sofa"], "back": ["brown_table"], "right": []}
-    user = build_user_message(
-        task="take the apple out of the fridge and put it on the brown_table",
-        inventory=(),
-        history=format_history_entry(1, SubtaskText("Go to", "fridge"), True),
-        feedback=None,
-        variant=variant,
-        visible=visible,
-    )
-    assistant = (
-        "Analysis: I am standing at the fridge and the apple is inside it, so the fridge has to be opened first.\n"
-        "Subtask: [Open, fridge]\n"
-        "Model: octo"
-    )
-    return InContextExample(user=user, assistant=assistant)
-
-
-_YCB_NAME = re.compile(r"^\d{3}(-[a-z])?_")
-
-
-def is_small_object(canonical: str) -> bool:
-    """Whether a canonical name is a small graspable object (a YCB id such as `013_apple`) rather than furniture."""
-    return bool(_YCB_NAME.match(canonical))
+def in_context_example() -> InContextExample:
+    """The paper's example exchange: the user shows a well-formed answer, the assistant promises to follow it."""
+    return InContextExample(user=IN_CONTEXT_EXAMPLE_USER, assistant=IN_CONTEXT_EXAMPLE_ASSISTANT)
 
 
 def display_name(canonical: str, table: AliasTable | None = None) -> str:

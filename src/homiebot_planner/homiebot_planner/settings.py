@@ -2,6 +2,14 @@
 
 Every ROS parameter of the node is listed in `PARAMETER_DEFAULTS` with its default; `build_settings` turns a
 mapping of values into the node config, the planner-loop config and the config of the chosen backend.
+
+Three loop settings default to "auto", which follows the chosen backend as the EMMOE release does (docs/fidelity.md):
+- `parser`: "release_bracket" for openai (the release's API scripts use only the bracketed pattern), "release" for
+  hf (its open-model scripts), "strict" for smollm2, mock, expert and random, whose answers are well-formed by
+  construction (constrained decoding, scripts, generated text), so every parser reads them the same way;
+- `temperature`: none sent for openai (the API's default, as the release's GPT-4o/Gemini scripts), 0.2 otherwise
+  (the release's HomieBot loop); "none" sends none for any backend, a number forces it;
+- `max_new_tokens`: 300 for openai (the release's `max_tokens`), 1024 otherwise (the HomieBot loop).
 """
 
 from __future__ import annotations
@@ -23,8 +31,18 @@ from homiebot_planner.backends import (
 from homiebot_planner.planner import PlannerConfig
 
 TRI_STATE = ("auto", "true", "false")
+AUTO = "auto"
 # Parameters taking a TRI_STATE value.
 TRI_STATE_PARAMETERS = ("in_context_example", "constrained_decoding")
+# Parameters declared with dynamic typing: a string ("auto", "none") or a bool/number given on the command line.
+DYNAMIC_TYPED_PARAMETERS = (*TRI_STATE_PARAMETERS, "temperature", "max_new_tokens")
+# What "auto" means per backend kind: (parser, temperature, max_new_tokens); None = no temperature sent.
+API_DEFAULTS: tuple[str, float | None, int] = ("release_bracket", None, 300)
+BACKEND_DEFAULTS: dict[str, tuple[str, float | None, int]] = {
+    "openai": API_DEFAULTS,
+    "hf": ("release", 0.2, 1024),
+}
+LOCAL_DEFAULTS: tuple[str, float | None, int] = ("strict", 0.2, 1024)
 
 PARAMETER_DEFAULTS: dict[str, Any] = {
     # Which backend plans: mock, expert, openai, hf, random or smollm2 (the embedded default).
@@ -32,17 +50,22 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     # The planning loop (EMMOE defaults).
     "max_steps": 20,
     "max_samples": 5,
-    "history_window": 3,
+    # 0: the release sends no conversation history (3 is its defined but unused window).
+    "history_window": 0,
     "request_variant": "live",
     "in_context_example": "auto",
-    "temperature": 0.2,
-    "max_new_tokens": 256,
+    # "auto" (per backend, see the module docstring), or a value.
+    "parser": AUTO,
+    "temperature": AUTO,
+    "max_new_tokens": AUTO,
     "require_valid": False,
     "release_image_order": False,
     "hand_rules": True,
     # Constrained decoding for local backends: auto = on for smollm2, off for hf.
     "constrained_decoding": "auto",
     "analysis_max_tokens": 48,
+    # Local backends: reuse the prompt's constant start and walk the token trie (false: the plain generate() path).
+    "prefix_cache": True,
     # The ROS side of a run.
     "executor_timeout_s": 300.0,
     "observation_timeout_s": 30.0,
@@ -68,6 +91,7 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     "openai_max_retries": 3,
     "openai_backoff_s": 1.0,
     "openai_send_images": True,
+    "openai_text_first": False,
     # hf
     "hf_model_path": "",
     "hf_base_model_path": "",
@@ -162,21 +186,57 @@ def backend_config(values: Mapping[str, Any]) -> BackendConfig:
         return OpenAIConfig(model=values["openai_model"], base_url=values["openai_base_url"],
                             api_key_env=values["openai_api_key_env"], timeout_s=float(values["openai_timeout_s"]),
                             max_retries=int(values["openai_max_retries"]), backoff_s=float(values["openai_backoff_s"]),
-                            send_images=bool(values["openai_send_images"]))
+                            send_images=bool(values["openai_send_images"]),
+                            text_first=bool(values["openai_text_first"]))
     if kind == "hf":
         return HFConfig(model_path=values["hf_model_path"], base_model_path=values["hf_base_model_path"],
                         load_in_4bit=bool(values["hf_load_in_4bit"]), device=values["hf_device"],
                         dtype=values["hf_dtype"], constrained=constrained == "true",
                         analysis_max_tokens=int(values["analysis_max_tokens"]),
                         observation_mode=values["hf_observation_mode"],
-                        trust_remote_code=bool(values["hf_trust_remote_code"]))
+                        trust_remote_code=bool(values["hf_trust_remote_code"]),
+                        prefix_cache=bool(values["prefix_cache"]))
     if kind == "random":
         return RandomConfig(seed=int(values["random_seed"]), end_probability=float(values["random_end_probability"]))
     if kind == "smollm2":
         return SmolLM2Config(cache_dir=values["smollm2_cache_dir"], constrained=constrained != "false",
                              analysis_max_tokens=int(values["analysis_max_tokens"]),
-                             num_threads=int(values["num_threads"]))
+                             num_threads=int(values["num_threads"]), prefix_cache=bool(values["prefix_cache"]))
     raise ValueError(f"backend must be one of {', '.join(BACKEND_KINDS)}, not {kind!r}")
+
+
+def sampling_settings(values: Mapping[str, Any]) -> tuple[str, float | None, int]:
+    """(parser, temperature, max_new_tokens) with "auto" resolved for `values["backend"]`.
+
+    Raises:
+        ValueError: naming the parameter to fix.
+    """
+    parser_default, temperature_default, tokens_default = BACKEND_DEFAULTS.get(values["backend"], LOCAL_DEFAULTS)
+    parser = str(values["parser"])
+    temperature_value = values["temperature"]
+    temperature: float | None
+    if isinstance(temperature_value, bool):
+        raise ValueError(f"temperature must be 'auto', 'none' or a number, not {temperature_value!r}")
+    text = str(temperature_value).strip().lower()
+    if text == AUTO:
+        temperature = temperature_default
+    elif text == "none":
+        temperature = None
+    else:
+        try:
+            temperature = float(text)
+        except ValueError:
+            raise ValueError(f"temperature must be 'auto', 'none' or a number, not {temperature_value!r}") from None
+    tokens_value = values["max_new_tokens"]
+    if str(tokens_value).strip().lower() == AUTO:
+        tokens = tokens_default
+    elif isinstance(tokens_value, int) and not isinstance(tokens_value, bool):
+        tokens = tokens_value
+    elif isinstance(tokens_value, str) and tokens_value.strip().isdigit():
+        tokens = int(tokens_value)
+    else:
+        raise ValueError(f"max_new_tokens must be 'auto' or a whole number, not {tokens_value!r}")
+    return (parser_default if parser == AUTO else parser), temperature, tokens
 
 
 def build_settings(values: Mapping[str, Any]) -> Settings:
@@ -196,11 +256,12 @@ def build_settings(values: Mapping[str, Any]) -> Settings:
         reset_simulator=bool(merged["reset_simulator"]), conversation_dir=merged["conversation_dir"],
         record_views=bool(merged["record_views"]),
     )
+    parser, temperature, max_new_tokens = sampling_settings(merged)
     planner = PlannerConfig(
         max_samples=int(merged["max_samples"]), history_window=int(merged["history_window"]),
-        request_variant=merged["request_variant"], temperature=float(merged["temperature"]),
-        max_new_tokens=int(merged["max_new_tokens"]), require_valid=bool(merged["require_valid"]),
-        release_image_order=bool(merged["release_image_order"]), hand_rules=bool(merged["hand_rules"]),
+        request_variant=merged["request_variant"], temperature=temperature, max_new_tokens=max_new_tokens,
+        require_valid=bool(merged["require_valid"]), release_image_order=bool(merged["release_image_order"]),
+        hand_rules=bool(merged["hand_rules"]), parser=parser,
     )
     return Settings(node=node, planner=planner, backend=backend_config(merged),
                     in_context_example=_tri_state("in_context_example", merged["in_context_example"]))

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-STUB_ANSWER = "Analysis: the fridge is ahead.\nSubtask: [Go to, fridge]\nModel: NoMaD"
 
 
 def _train_tokenizer() -> object:
@@ -22,7 +14,7 @@ def _train_tokenizer() -> object:
 
     from homiebot_planner.prompts import in_context_example, system_prompt
 
-    example = in_context_example(observation_mode="text")
+    example = in_context_example()
     corpus = [system_prompt("images"), system_prompt("text"), example.user, example.assistant] * 4
     tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -86,63 +78,3 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = LlamaForCausalLM.from_pretrained(root / "lm")
     get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"])).save_pretrained(root / "adapter")
     return {name: root / name for name in ("lm", "chat_lm", "vlm", "adapter")}
-
-
-class StubServer:
-    """A minimal chat-completions server: records requests, can fail or stall a number of times first."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.failures: list[int] = []  # HTTP codes to answer with before succeeding
-        self.stall_s = 0.0
-        self.answers: list[str] = []  # contents to answer with, in order (then STUB_ANSWER)
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append(body)
-                stub.headers.append({key.lower(): value for key, value in self.headers.items()})
-                if stub.stall_s:
-                    time.sleep(stub.stall_s)
-                if self.path != "/v1/chat/completions":
-                    return self._reply(404, {"error": {"message": f"no route {self.path}"}})
-                if stub.failures:
-                    code = stub.failures.pop(0)
-                    return self._reply(code, {"error": {"message": f"stub failure {code}", "type": "stub"}})
-                self._reply(200, {
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant",
-                                             "content": stub.answers.pop(0) if stub.answers else STUB_ANSWER}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
-
-            def _reply(self, code: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    """A stub OpenAI-compatible server on 127.0.0.1 (random port); `stub.url` is its API root."""
-    server = StubServer()
-    yield server
-    server.close()

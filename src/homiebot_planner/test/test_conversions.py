@@ -10,6 +10,7 @@ from emmoe_eval.protocol import SubtaskText
 from sensor_msgs.msg import Image
 
 from homiebot_planner.conversions import image_to_array, observation_from_response, step_record
+from homiebot_planner.rollout import EndReason, EpisodeStep, Execution
 from homiebot_planner.planner import Decision
 
 
@@ -44,11 +45,24 @@ def test_step_record_fields() -> None:
     decision = Decision(round_number=3, user_message="u", raw_output="raw", parsed=None,
                         subtask=SubtaskText("Put", "apple", "fridge"), model="RT-1-X", analysis="a", samples=2,
                         gave_up=False, valid=True, planning_seconds=1.5)
-    record = step_record(episode_id="91", instruction="i", run_index=2, decision=decision, planner_name="mock",
-                         observation_mode="text", inventory_before=["apple"], inventory_after=[], success=False,
-                         error_code=10, error_type="E2", feedback="Unable to put, and the object is missing",
-                         execution_seconds=2.0)
+    execution = Execution(success=False, inventory=(), error_code=10, error_type="E2",
+                          feedback="Unable to put, and the object is missing", target_instance="apple_0",
+                          target_canonical="013_apple", place_instance="fridge_0", place_canonical="fridge",
+                          seconds=2.0)
+    step = EpisodeStep(number=3, decision=decision, execution=execution, inventory_before=("apple",))
+    record = step_record("91", "i", 2, "mock", "text", step)
     assert (record.step, record.subtask.action, record.subtask.target, record.subtask.place, record.subtask.model) == (
         3, "Put", "apple", "fridge", "RT-1-X")
     assert (record.inventory_before, record.inventory_after, record.error_type) == (["apple"], [], "E2")
     assert record.planning_seconds == pytest.approx(1.5) and record.observation_mode == "text"
+    assert (record.target_instance, record.target_canonical, record.place_instance, record.place_canonical) == (
+        "apple_0", "013_apple", "fridge_0", "fridge")
+    assert record.end_reason == "" and record.execution_seconds == pytest.approx(2.0)
+
+
+def test_run_end_marker_record_has_no_subtask() -> None:
+    step = EpisodeStep(number=4, decision=None, execution=None, inventory_before=("bowl",),
+                       end_reason=EndReason.ERROR, error_msg="get_observation: no answer within 30 s")
+    record = step_record("91", "i", 1, "mock", "text", step)
+    assert (record.step, record.subtask.action, record.end_reason) == (4, "", "error")
+    assert record.error_msg == "get_observation: no answer within 30 s" and record.inventory_after == ["bowl"]

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from emmoe_eval.protocol import SubtaskText, feedback_for
+from emmoe_eval.protocol import SubtaskText, default_model, feedback_for
 
 from homiebot_planner.backends import BackendError, DecodingConstraints, EpisodeInfo, ExpertConfig, GenerationRequest
-from homiebot_planner.backends.expert import ExpertBackend, default_model
+from homiebot_planner.backends.expert import ExpertBackend
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.parsing import is_valid, parse_output
 

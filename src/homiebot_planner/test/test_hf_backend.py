@@ -114,6 +114,25 @@ def test_missing_or_wrong_models_are_clear_errors(tiny_models: dict[str, Path], 
         HFConfig(model_path="")
 
 
+def test_original_video_llava_checkpoints_are_refused_with_the_conversion(tmp_path: Path) -> None:
+    # config.json as the Video-LLaVA training code writes it (the released HomieBot-7B format); no weights needed.
+    full = tmp_path / "HomieBot-7B-DPO"
+    full.mkdir()
+    (full / "config.json").write_text(json.dumps({
+        "architectures": ["LlavaLlamaForCausalLM"], "model_type": "llava", "hidden_size": 4096,
+        "mm_image_tower": "LanguageBind/LanguageBind_Image", "mm_video_tower": "LanguageBind/LanguageBind_Video_merge",
+        "mm_projector_type": "mlp2x_gelu", "mm_use_im_patch_token": False}), encoding="utf-8")
+    with pytest.raises(BackendError, match=r"names mm_image_tower .*convert_video_llava_weights_to_hf\.py"):
+        HFBackend(HFConfig(model_path=str(full)))
+    lora = tmp_path / "homiebot-7b-sft-lora"
+    lora.mkdir()
+    (lora / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "LanguageBind/Video-LLaVA-7B"}),
+                                              encoding="utf-8")
+    (lora / "non_lora_trainables.bin").write_bytes(b"")
+    with pytest.raises(BackendError, match="non_lora_trainables.bin .*HomieBot-7B checkpoints"):
+        HFBackend(HFConfig(model_path=str(lora)))
+
+
 def test_cancel_stops_generation(tiny_models: dict[str, Path]) -> None:
     import threading
 

@@ -30,17 +30,17 @@ def _backend(url: str, **options: Any) -> tuple[OpenAIBackend, list[float]]:
     return OpenAIBackend(OpenAIConfig(model="gpt-4o", base_url=url, **options), sleep=delays.append), delays
 
 
-def test_request_carries_four_images_and_the_key(stub: Any, monkeypatch: pytest.MonkeyPatch,
+def test_request_carries_four_images_and_the_key(openai_stub: Any, monkeypatch: pytest.MonkeyPatch,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     from PIL import Image
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     caplog.set_level(logging.DEBUG)
-    backend, _ = _backend(stub.url)
+    backend, _ = _backend(openai_stub.url)
     views = _views()
     decision = Planner(backend, "put the apple in the fridge").decide(Observation(images=views))
     assert decision.subtask.target == "fridge" and decision.samples == 1 and not decision.gave_up
-    body = stub.requests[0]
+    body = openai_stub.requests[0]
     assert body["model"] == "gpt-4o" and body["temperature"] == 0.2
     assert body["messages"][0] == {"role": "system", "content": system_prompt("images")}
     parts = body["messages"][-1]["content"]
@@ -51,33 +51,48 @@ def test_request_carries_four_images_and_the_key(stub: Any, monkeypatch: pytest.
         assert part["image_url"]["url"].startswith(prefix)
         image = Image.open(io.BytesIO(base64.b64decode(part["image_url"]["url"][len(prefix):])))
         assert np.array_equal(np.asarray(image.convert("RGB")), views[view])
-    assert stub.headers[0]["authorization"] == f"Bearer {SECRET}"
+    assert openai_stub.headers[0]["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in caplog.text and SECRET not in repr(backend)
 
 
-def test_retries_server_errors_with_backoff(stub: Any) -> None:
-    stub.failures = [500, 503]
-    backend, delays = _backend(stub.url, max_retries=3, backoff_s=0.5)
+def test_release_settings_send_no_temperature_and_300_tokens(openai_stub: Any) -> None:
+    from homiebot_planner.settings import build_settings
+
+    config = build_settings({"backend": "openai", "openai_base_url": openai_stub.url}).planner
+    backend, _ = _backend(openai_stub.url)
+    Planner(backend, "put the apple in the fridge", config).decide(Observation(images=_views()))
+    body = openai_stub.requests[0]
+    assert "temperature" not in body and body["max_tokens"] == 300
+    assert [message["role"] for message in body["messages"]] == ["system", "user"]
+    assert [part["type"] for part in body["messages"][-1]["content"]] == ["image_url"] * 4 + ["text"]
+    text_first, _ = _backend(openai_stub.url, text_first=True)  # the release's GPT-4o / Gemini scripts: text, then images
+    Planner(text_first, "put the apple in the fridge", config).decide(Observation(images=_views()))
+    assert [part["type"] for part in openai_stub.requests[1]["messages"][-1]["content"]] == ["text"] + ["image_url"] * 4
+
+
+def test_retries_server_errors_with_backoff(openai_stub: Any) -> None:
+    openai_stub.failures = [500, 503]
+    backend, delays = _backend(openai_stub.url, max_retries=3, backoff_s=0.5)
     assert Planner(backend, "t").decide(Observation()).subtask.action == "Go to"
-    assert len(stub.requests) == 3 and delays == [0.5, 1.0]
+    assert len(openai_stub.requests) == 3 and delays == [0.5, 1.0]
 
 
-def test_gives_up_after_the_retries(stub: Any) -> None:
-    stub.failures = [500] * 5
-    backend, delays = _backend(stub.url, max_retries=2, backoff_s=0.1)
+def test_gives_up_after_the_retries(openai_stub: Any) -> None:
+    openai_stub.failures = [500] * 5
+    backend, delays = _backend(openai_stub.url, max_retries=2, backoff_s=0.1)
     with pytest.raises(BackendError, match="gave up after 3 attempt"):
         Planner(backend, "t").decide(Observation())
-    assert len(stub.requests) == 3 and delays == pytest.approx([0.1, 0.2])
+    assert len(openai_stub.requests) == 3 and delays == pytest.approx([0.1, 0.2])
 
 
-def test_rejected_request_is_not_retried_and_hides_the_key(stub: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rejected_request_is_not_retried_and_hides_the_key(openai_stub: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_KEY", SECRET)
-    stub.failures = [401]
-    backend, delays = _backend(stub.url, api_key_env="MY_KEY")
+    openai_stub.failures = [401]
+    backend, delays = _backend(openai_stub.url, api_key_env="MY_KEY")
     with pytest.raises(BackendError, match="HTTP 401") as error:
         Planner(backend, "t").decide(Observation())
     assert SECRET not in str(error.value) and "$MY_KEY" in str(error.value)
-    assert len(stub.requests) == 1 and delays == []
+    assert len(openai_stub.requests) == 1 and delays == []
 
 
 def test_server_down_is_a_clear_error() -> None:
@@ -90,18 +105,18 @@ def test_server_down_is_a_clear_error() -> None:
     assert delays == [0.0]
 
 
-def test_timeout_is_a_clear_error(stub: Any) -> None:
-    stub.stall_s = 1.0
-    backend, _ = _backend(stub.url, timeout_s=0.2, max_retries=0)
+def test_timeout_is_a_clear_error(openai_stub: Any) -> None:
+    openai_stub.stall_s = 1.0
+    backend, _ = _backend(openai_stub.url, timeout_s=0.2, max_retries=0)
     with pytest.raises(BackendError, match=r"no answer within 0\.2 s"):
         Planner(backend, "t").decide(Observation())
 
 
-def test_text_only_server_gets_visible_names(stub: Any) -> None:
-    backend, _ = _backend(stub.url, send_images=False)
+def test_text_only_server_gets_visible_names(openai_stub: Any) -> None:
+    backend, _ = _backend(openai_stub.url, send_images=False)
     assert backend.observation_mode == "text"
     Planner(backend, "t").decide(Observation(images=_views(), visible={"front": ["013_apple"]}))
-    last = stub.requests[0]["messages"][-1]["content"]
+    last = openai_stub.requests[0]["messages"][-1]["content"]
     assert isinstance(last, str) and last.startswith("Visible objects:\nfront: apple\n")
 
 

@@ -1,4 +1,5 @@
-"""Parsing planner answers: strict then relaxed, validity, and never raising on arbitrary text."""
+"""Parsing planner answers: the release's parsers with their quirks, strict then relaxed, validity, and never
+raising on arbitrary text."""
 
 from __future__ import annotations
 
@@ -7,7 +8,90 @@ from emmoe_eval.protocol import ACTIONS, MODELS_FOR_ACTION, format_subtask
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from homiebot_planner.parsing import is_valid, model_fits_action, parse_output, validity_problems
+from homiebot_planner.parsing import PARSERS, is_valid, model_fits_action, parse_output, validity_problems
+
+# (text, what each parser gives: (pattern, analysis, action, target, place, model) or None). The release columns
+# follow scripts/eval/eval_*.py of the release: re.search with its two DOTALL patterns (API models: the first only),
+# then group(n).strip(), and its executor's split of the subtask on commas (first part action, last part item).
+RELEASE_TABLE = [
+    pytest.param(
+        "Analysis: a\nSubtask: [Pick, apple] because it is close\nModel: RT-1-X",
+        {"release": ("release_bracket", "a", "Pick", "apple", "", "RT-1-X"),
+         "release_bracket": ("release_bracket", "a", "Pick", "apple", "", "RT-1-X"), "strict": None},
+        id="any-text-between-bracket-and-model"),
+    pytest.param(
+        "Analysis: a\nSubtask: [Put, apple,\nfridge]\nModel: RT-1-X",
+        {"release": ("release_bracket", "a", "Put", "apple", "fridge", "RT-1-X"),
+         "release_bracket": ("release_bracket", "a", "Put", "apple", "fridge", "RT-1-X"), "strict": None},
+        id="brackets-spanning-lines"),
+    pytest.param(
+        "Analysis: a\nSubtask: [Open, fridge]\nModel: octo\nAnalysis: b\nSubtask: [Close, fridge]\nModel: octo",
+        {"release": ("release_bracket", "b", "Close", "fridge", "", "octo"),
+         "release_bracket": ("release_bracket", "b", "Close", "fridge", "", "octo"),
+         "strict": ("strict", "a", "Open", "fridge", "", "octo")},
+        id="last-analysis-wins-in-the-release-first-here"),
+    pytest.param(
+        "Analysis: a\nSubtask: [Pick, apple]\nModel: RT-1-X\nI hope this helps.",
+        {"release": ("release_bracket", "a", "Pick", "apple", "", "RT-1-X\nI hope this helps."),
+         "release_bracket": ("release_bracket", "a", "Pick", "apple", "", "RT-1-X\nI hope this helps."),
+         "strict": ("strict", "a", "Pick", "apple", "", "RT-1-X")},
+        id="model-is-everything-after-the-last-label"),
+    pytest.param(
+        "Analysis: a\nSubtask: [Go to, fridge\nModel: NoMaD",
+        {"release": ("release_plain", "a", "[Go to", "fridge", "", "NoMaD"), "release_bracket": None,
+         "strict": ("relaxed", "a", "Go to", "fridge", "", "NoMaD")},
+        id="missing-closing-bracket-keeps-the-opening-one"),
+    pytest.param(
+        "Analysis: go\nSubtask: Go to, fridge\nModel: NoMaD",
+        {"release": ("release_plain", "go", "Go to", "fridge", "", "NoMaD"), "release_bracket": None,
+         "strict": ("relaxed", "go", "Go to", "fridge", "", "NoMaD")},
+        id="no-brackets"),
+    pytest.param(
+        "Analysis: a\nSubtask: I would go to the fridge, open it, take the apple, and eat it\nModel: NoMaD",
+        {"release": ("release_plain", "a", "I would go to the fridge", "open it", "and eat it", "NoMaD"),
+         "release_bracket": None, "strict": None},
+        id="free-text-subtask"),
+    pytest.param(
+        "Analysis: a\nSubtask: [Put, apple, on the, fridge]\nModel: RT-1-X",
+        {"release": ("release_bracket", "a", "Put", "apple", "fridge", "RT-1-X"),
+         "release_bracket": ("release_bracket", "a", "Put", "apple", "fridge", "RT-1-X"), "strict": None},
+        id="more-than-three-parts-last-is-the-place"),
+    pytest.param(
+        "Analysis:Subtask: [End]\nModel: None",
+        {"release": None, "release_bracket": None, "strict": ("strict", "", "End", "", "", "None")},
+        id="release-needs-one-analysis-character"),
+    pytest.param(
+        "Analysis: x\nSubtask:  [ Go to ,fridge ]  \nModel:  NoMaD.",
+        {"release": ("release_bracket", "x", "Go to", "fridge", "", "NoMaD."),
+         "release_bracket": ("release_bracket", "x", "Go to", "fridge", "", "NoMaD."),
+         "strict": ("strict", "x", "Go to", "fridge", "", "NoMaD")},
+        id="release-keeps-the-model-as-written"),
+    pytest.param(
+        "Analysis: a\nSubtask: []\nModel: NoMaD",
+        {"release": None, "release_bracket": None, "strict": None}, id="empty-subtask-is-unparsable-everywhere"),
+    pytest.param(
+        "analysis: a\nsubtask: [Pick, apple]\nmodel: RT-1-X",
+        {"release": None, "release_bracket": None, "strict": None}, id="labels-are-case-sensitive"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), RELEASE_TABLE)
+def test_release_parsers_and_their_quirks(text: str, expected: dict[str, tuple[str, ...] | None]) -> None:
+    assert set(expected) == set(PARSERS)
+    for parser, fields in expected.items():
+        parsed = parse_output(text, parser)
+        if fields is None:
+            assert parsed is None, parser
+            continue
+        assert parsed is not None, parser
+        got = (parsed.pattern, parsed.analysis, parsed.subtask.action, parsed.subtask.target, parsed.subtask.place,
+               parsed.model)
+        assert got == fields, parser
+
+
+def test_unknown_parser_is_named() -> None:
+    with pytest.raises(ValueError, match="parser must be one of release, release_bracket, strict"):
+        parse_output("Analysis: a\nSubtask: [End]\nModel: None", "loose")
 
 
 def test_strict_answer() -> None:
@@ -99,9 +183,9 @@ labelled = st.lists(st.sampled_from(["Analysis:", "Subtask:", "Model:", "[", "]"
 
 
 @settings(max_examples=400, deadline=None)
-@given(labelled)
-def test_never_raises_on_label_soup(text: str) -> None:
-    parsed = parse_output(text)
+@given(labelled, st.sampled_from(PARSERS))
+def test_never_raises_on_label_soup(text: str, parser: str) -> None:
+    parsed = parse_output(text, parser)
     if parsed is not None:
         assert parsed.subtask.action.strip() == parsed.subtask.action and parsed.subtask.action
         validity_problems(parsed)

@@ -1,4 +1,4 @@
-"""The planning loop with the mock backend: exact messages, re-sampling, End after 5 failures, observations."""
+"""The planning loop with the mock backend: exact messages, re-sampling, giving up after 5 failures, observations."""
 
 from __future__ import annotations
 
@@ -20,9 +20,24 @@ def _views(seed: int = 0) -> dict[str, np.ndarray]:
     return {view: generator.integers(0, 255, (8, 8, 3), dtype=np.uint8) for view in ("front", "left", "back", "right")}
 
 
-def test_messages_of_the_first_two_steps_are_exact() -> None:
+def test_by_default_every_request_is_the_system_prompt_and_the_current_turn() -> None:
     backend = MockBackend([GO, OPEN])
     planner = Planner(backend, TASK)
+    observation = Observation(images=_views())
+    for success in (True, False):
+        planner.record_result(planner.decide(observation), success, "None")
+    planner.decide(observation)
+    for request in backend.requests:
+        assert [message.role for message in request.messages] == ["system", "user"]
+    assert "(1) Go to, fridge(success) (2) Open, fridge(fail) " in backend.requests[2].messages[1].text
+    example = Planner(backend, TASK, PlannerConfig(in_context_example=True)).messages(observation, "now")
+    assert [(message.role, message.text) for message in example[1:]] == [
+        ("user", in_context_example().user), ("assistant", in_context_example().assistant), ("user", "now")]
+
+
+def test_messages_of_the_first_two_steps_are_exact() -> None:
+    backend = MockBackend([GO, OPEN])
+    planner = Planner(backend, TASK, PlannerConfig(history_window=3))
     observation = Observation(images=_views())
     first = planner.decide(observation)
     assert (first.round_number, first.subtask.action, first.subtask.target, first.model) == (1, "Go to", "fridge",
@@ -48,12 +63,12 @@ def test_messages_of_the_first_two_steps_are_exact() -> None:
 
 def test_window_keeps_the_last_three_rounds_and_the_example_comes_first() -> None:
     backend = MockBackend([GO])
-    planner = Planner(backend, TASK, PlannerConfig(in_context_example=True, request_variant="sft"))
+    planner = Planner(backend, TASK, PlannerConfig(in_context_example=True, request_variant="sft", history_window=3))
     for _ in range(5):
         decision = planner.decide(Observation())
         planner.record_result(decision, True, "None")
     messages = backend.requests[-1].messages
-    example = in_context_example("sft", "images")
+    example = in_context_example()
     assert [message.role for message in messages] == ["system", "user", "assistant"] + ["user", "assistant"] * 3 + [
         "user"]
     assert (messages[1].text, messages[2].text) == (example.user, example.assistant)
@@ -74,9 +89,11 @@ def test_gives_up_after_five_unparsable_samples() -> None:
     backend = MockBackend(["I think I should open the fridge."])
     planner = Planner(backend, TASK)
     decision = planner.decide(Observation())
-    assert decision.gave_up and decision.is_end and decision.samples == 5 and len(backend.requests) == 5
-    assert decision.model == "None" and decision.raw_output == "I think I should open the fridge."
-    assert planner.memory.rounds[-1].assistant == "I think I should open the fridge."
+    assert decision.gave_up and decision.samples == 5 and len(backend.requests) == 5
+    # A give-up is not the agent's End (issue 11): no subtask, and the round is not logged, as in the release.
+    assert not decision.is_end and decision.subtask.action == "" and decision.model == ""
+    assert decision.raw_output == "I think I should open the fridge." and decision.round_number == 1
+    assert planner.memory.rounds == []
 
 
 def test_resamples_until_an_answer_parses() -> None:

@@ -186,6 +186,8 @@ def test_mock_run_end_to_end(graph: Graph, tmp_path: Path) -> None:
     assert [record.error_type for record in records] == ["", "D1", "", ""]
     assert records[2].inventory_before == [] and records[2].inventory_after == ["apple"]
     assert records[3].subtask.action == "End" and records[3].raw_output == END
+    # Only the run's last record carries its end reason.
+    assert [record.end_reason for record in records] == ["", "", "", "end"] and result.end_reason == "end"
     assert all(record.planner == "mock" and record.observation_mode == "images" and record.run_index == 2
                for record in records)
     assert [view.data[0] for view in records[0].views] == [10, 20, 30, 40]
@@ -226,12 +228,12 @@ def test_expert_run_with_reset_and_task_progress(graph: Graph, tmp_path: Path) -
     assert graph.world.records[0].planner == "expert:keypath"
 
 
-def test_openai_stub_run(graph: Graph, stub: Any) -> None:
-    stub.answers = [GO, END]
-    graph.start_planner(backend="openai", openai_base_url=stub.url, openai_model="stub-model")
+def test_openai_stub_run(graph: Graph, openai_stub: Any) -> None:
+    openai_stub.answers = [GO, END]
+    graph.start_planner(backend="openai", openai_base_url=openai_stub.url, openai_model="stub-model")
     result = graph.run()
     assert (result.success, result.steps) == (True, 2)
-    image_parts = [part for part in stub.requests[0]["messages"][-1]["content"] if part["type"] == "image_url"]
+    image_parts = [part for part in openai_stub.requests[0]["messages"][-1]["content"] if part["type"] == "image_url"]
     assert len(image_parts) == 4
     _wait(lambda: len(graph.world.records) == 2)
     assert graph.world.records[0].planner == "openai:stub-model"
@@ -241,6 +243,19 @@ def test_openai_server_down_is_a_planner_error(graph: Graph) -> None:
     graph.start_planner(backend="openai", openai_base_url="http://127.0.0.1:9/v1", openai_max_retries=0)
     result = graph.run()
     assert result.error_code == graph.RunTask.Result.PLANNER_ERROR and "cannot connect" in result.error_msg
+
+
+def test_a_planner_that_gives_up_ends_without_an_end_step(graph: Graph) -> None:
+    graph.start_planner(backend="mock", mock_outputs=[GO, "I do not know."])
+    graph.world.outcomes = [(True, 0, "", "None")]
+    result = graph.run()
+    assert (result.success, result.error_code, result.steps, result.end_reason) == (False, 0, 1, "gave_up")
+    _wait(lambda: len(graph.world.records) == 2)
+    marker = graph.world.records[1]
+    # A run-end marker, not an End step: no subtask, the last sample kept for debugging.
+    assert (marker.step, marker.subtask.action, marker.end_reason, marker.raw_output) == (2, "", "gave_up",
+                                                                                         "I do not know.")
+    assert len(graph.world.goals) == 1
 
 
 def test_executor_timeout_ends_the_run_cleanly(graph: Graph) -> None:
@@ -298,7 +313,7 @@ def test_bad_parameter_exits_with_a_clear_message(ros_process: Callable[..., Any
     process = ros_process("-m", "homiebot_planner.planner_node", "--ros-args", "-p", "backend:=llama")
     assert process.process.wait(timeout=60) == 2
     process.stop()
-    assert "planner_node: backend must be one of mock, expert, openai, hf, smollm2, random, not 'llama'" in process.output()
+    assert "planner_node: error: backend must be one of mock, expert, openai, hf, smollm2, random, not 'llama'" in process.output()
     assert "Traceback" not in process.output()
 
 

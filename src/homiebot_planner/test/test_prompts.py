@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from emmoe_eval.conversation import format_history_entry
-from emmoe_eval.protocol import SubtaskText
+from emmoe_eval.protocol import SubtaskText, is_small_object
 
 from homiebot_planner.prompts import (
     REQUEST_LINES,
@@ -12,7 +12,6 @@ from homiebot_planner.prompts import (
     display_name,
     format_visible_objects,
     in_context_example,
-    is_small_object,
     request_line,
     system_prompt,
 )
@@ -96,17 +95,20 @@ def test_system_prompt_covers_every_protocol_point(mode: str) -> None:
         system_prompt("video")  # type: ignore[arg-type]
 
 
-def test_in_context_example_is_a_well_formed_exchange() -> None:
-    from homiebot_planner.parsing import is_valid, parse_output
+def test_in_context_example_is_the_papers_exchange_verbatim() -> None:
+    from homiebot_planner.parsing import PARSERS, is_valid, parse_output
 
-    example = in_context_example("sft", "text")
-    assert example.user.startswith("Visible objects:\nfront: fridge, kitchen_counter\n")
-    assert "Historical Execution: (1) Go to, fridge(success) \n" in example.user
-    assert example.user.endswith(SFT)
-    parsed = parse_output(example.assistant)
-    assert parsed is not None and parsed.pattern == "strict" and is_valid(parsed)
-    assert parsed.subtask_text == "[Open, fridge]" and parsed.model == "octo"
-    assert in_context_example("live", "images").user.startswith("Task: ")
+    example = in_context_example()
+    assert example.user == (
+        "here is an example output, please strictly follow its format and system reminders in your output:\n"
+        "Analysis: According to my final task, I need to fetch apples first, but it's a better choice to go the "
+        "fridge and open it first, which will avoid potential conflicts, so I should go to the fridge next\n"
+        "Subtask: [Go to, fridge]\nModel: NoMaD\n")
+    assert example.assistant == "I will surely follow the given format, now you can send prompt to me."
+    for parser in PARSERS:  # the example answer inside the user turn is well-formed for every parser
+        parsed = parse_output(example.user.split("output:\n", 1)[1], parser)
+        assert parsed is not None and is_valid(parsed), parser
+        assert (parsed.subtask_text, parsed.model) == ("[Go to, fridge]", "NoMaD")
 
 
 def test_display_names_are_resolvable_aliases() -> None:

@@ -16,8 +16,30 @@ def test_defaults_are_the_benchmark_settings() -> None:
     settings = build_settings({})
     assert isinstance(settings.backend, SmolLM2Config) and settings.backend.constrained
     assert (settings.node.max_steps, settings.planner.max_samples, settings.planner.history_window,
-            settings.planner.temperature, settings.planner.request_variant) == (20, 5, 3, 0.2, "live")
+            settings.planner.temperature, settings.planner.request_variant) == (20, 5, 0, 0.2, "live")
     assert settings.in_context_example == "auto"
+    assert build_settings({"history_window": 3}).planner.history_window == 3  # the release's unused window
+
+
+@pytest.mark.parametrize(("backend", "parser", "temperature", "max_new_tokens"), [
+    ({"backend": "openai", "openai_base_url": "http://127.0.0.1:9/v1"}, "release_bracket", None, 300),
+    ({"backend": "hf", "hf_model_path": "/m"}, "release", 0.2, 1024),
+    ({}, "strict", 0.2, 1024),
+    ({"backend": "mock", "mock_outputs": ["a"]}, "strict", 0.2, 1024),
+])
+def test_parser_and_sampling_follow_the_backend(backend: dict[str, object], parser: str, temperature: float | None,
+                                                max_new_tokens: int) -> None:
+    planner = build_settings(backend).planner
+    assert (planner.parser, planner.temperature, planner.max_new_tokens) == (parser, temperature, max_new_tokens)
+
+
+def test_parser_and_sampling_are_overridable() -> None:
+    openai = {"backend": "openai", "openai_base_url": "http://127.0.0.1:9/v1"}
+    planner = build_settings({**openai, "parser": "release", "temperature": 0.7, "max_new_tokens": 64}).planner
+    assert (planner.parser, planner.temperature, planner.max_new_tokens) == ("release", 0.7, 64)
+    planner = build_settings({"parser": "release_bracket", "temperature": "none", "max_new_tokens": "512"}).planner
+    assert (planner.parser, planner.temperature, planner.max_new_tokens) == ("release_bracket", None, 512)
+    assert build_settings({"temperature": "0"}).planner.temperature == 0.0
 
 
 def test_each_backend_kind() -> None:
@@ -49,6 +71,9 @@ def test_mock_script_file(tmp_path: Path) -> None:
     ({"executor_timeout_s": 0.0}, "executor_timeout_s"), ({"in_context_example": "yes"}, "in_context_example"),
     ({"backend": "mock"}, "mock_outputs"), ({"hf_model_pth": "x"}, "unknown planner parameter"),
     ({"backend": "hf"}, "hf_model_path"), ({"temperature": -1.0}, "temperature"),
+    ({"temperature": "warm"}, "temperature must be 'auto', 'none' or a number"), ({"temperature": True}, "temperature"),
+    ({"max_new_tokens": 2.5}, "max_new_tokens must be 'auto'"), ({"max_new_tokens": 4}, "max_new_tokens must be >= 8"),
+    ({"parser": "loose"}, "parser must be one of"),
 ])
 def test_bad_parameters_name_what_to_fix(values: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -105,16 +130,17 @@ def test_free_instruction_and_errors(tmp_path: Path) -> None:
 
 
 def test_task_progress_of_a_run(tmp_path: Path) -> None:
-    from emmoe_eval.protocol import SubtaskText
-
-    from homiebot_planner.memory import ExecutedStep
+    from emmoe_eval.runs import Step
 
     directory = tmp_path / "data" / "train" / "3"
     directory.mkdir(parents=True)
     (directory / "info.txt").write_text("Task: t\n\nSubtask1: [End]\n", encoding="utf-8")
     (directory / "keypath.json").write_text('[["[Go to, fridge]", "[Open, fridge]", "[End]"]]', encoding="utf-8")
     spec = resolve_episode("3", "", str(tmp_path))
-    steps = [ExecutedStep(SubtaskText("Go to", "refrigerator"), True),
-             ExecutedStep(SubtaskText("Open", "fridge"), False)]
+    steps = [Step(1, "Go to", "refrigerator", success=True),
+             Step(2, "Open", "fridge", success=False)]
     assert spec.task_progress(steps) == pytest.approx(1 / 3)
+    # The name the executor resolved counts: a written "box" that opened the fridge matches [Open, fridge].
+    resolved = [*steps, Step(3, "Open", "box", success=True, target_instance="fridge_0", target_canonical="fridge")]
+    assert spec.task_progress(resolved) == pytest.approx(2 / 3)
     assert resolve_episode("", "free").task_progress(steps) == -1.0

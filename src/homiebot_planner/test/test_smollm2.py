@@ -61,3 +61,30 @@ def test_smollm2_plans_a_valid_step_from_text() -> None:
     decision = planner.decide(observation)
     assert decision.valid and decision.samples == 1 and decision.parsed is not None
     assert decision.subtask.action == "End" or decision.subtask.target in ("apple", "table", "fridge")
+
+
+@pytest.mark.slow
+def test_fast_path_answers_like_the_generate_path() -> None:
+    from dataclasses import replace
+
+    from homiebot_planner.backends import GenerationRequest
+    from homiebot_planner.backends.smollm2 import SmolLM2Backend
+    from homiebot_planner.planner import Observation, Planner, PlannerConfig
+
+    backend = SmolLM2Backend(SmolLM2Config(num_threads=2))
+    assert backend.config.prefix_cache and backend.fast.supported
+    scenes = [("put the apple in the fridge", {"front": ["013_apple", "frl_apartment_table_01"],
+                                               "left": ["frl_apartment_refrigerator"]}),
+              ("go to the sofa", {"back": ["frl_apartment_sofa"], "front": ["frl_apartment_table_01"]})]
+    requests = []
+    for task, visible in scenes:
+        planner = Planner(backend, task, PlannerConfig(in_context_example=True, temperature=0.0))
+        observation = Observation(visible=visible)
+        requests.append(GenerationRequest(messages=planner.messages(observation, planner.user_message(observation)),
+                                          temperature=0.0, constraints=planner.constraints(observation)))
+    answers = {}
+    for prefix_cache in (False, True):
+        backend.config = replace(backend.config, prefix_cache=prefix_cache)
+        answers[prefix_cache] = [backend.generate(request) for request in (*requests, requests[0])]
+    assert answers[True] == answers[False]
+    assert answers[True][0] == answers[True][2]  # a re-sample after another prompt: the cache was not corrupted

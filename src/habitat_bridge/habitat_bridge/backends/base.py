@@ -1,4 +1,7 @@
-"""The simulator-backend interface every backend implements (MuJoCo, Habitat, ...), and its value types.
+"""The simulator-backend interface every backend implements (MuJoCo, Habitat, ...).
+
+A SimBackend is an emmoe_eval.robot.interface.SimulatedRobot (the robot/skill interface, whose value types live in
+emmoe_eval.robot.state) plus what the bridge needs around it: reset, episode id, name resolution, teleporting.
 
 A backend holds one episode at a time. Typical use by a skill executor::
 
@@ -19,171 +22,16 @@ Backends are not thread-safe: callers serialise access (the bridge node holds a 
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
-import numpy as np
 from emmoe_eval.names import AliasTable, default_alias_table, normalize
+from emmoe_eval.robot.grid import OccupancyGrid
+from emmoe_eval.robot.layout import SceneLayout
+from emmoe_eval.robot.state import VIEWS, ContainerState, InstanceState, Observation, RobotState
 
-from habitat_bridge.occupancy import OccupancyGrid
 from habitat_bridge.official import OfficialEpisode
 from habitat_bridge.scene_spec import SceneSpec
-
-VIEWS: tuple[str, ...] = ("front", "left", "back", "right")
-INSTANCE_KINDS: tuple[str, ...] = ("object", "furniture", "container", "room")
-
-
-class BackendError(RuntimeError):
-    """The simulator failed (build, step, render) or was used before reset."""
-
-
-class UnknownNameError(KeyError):
-    """A requested name matches nothing in the scene."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-    def __str__(self) -> str:
-        return f"{self.name!r} matches nothing in the scene"
-
-
-@dataclass(frozen=True)
-class Pose:
-    """A world pose.
-
-    Attributes:
-        position: (x, y, z) metres.
-        orientation: unit quaternion (w, x, y, z).
-    """
-
-    position: tuple[float, float, float]
-    orientation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
-
-    @property
-    def yaw(self) -> float:
-        """Rotation about z (radians)."""
-        w, x, y, z = self.orientation
-        return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-    @classmethod
-    def from_yaw(cls, x: float, y: float, z: float, yaw: float) -> Pose:
-        """A pose rotated about z only."""
-        return cls((x, y, z), (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)))
-
-
-@dataclass(frozen=True)
-class InstanceState:
-    """Privileged state of an object, piece of furniture, articulated container or room.
-
-    Attributes:
-        name: unique instance name ("apple_0", "brown_table_0", "fridge_0", "kitchen_drawer_1", "living_room_0").
-        canonical: alias-table entry ("013_apple", "frl_apartment_table_01", "fridge", "kitchen_counter").
-        kind: one of INSTANCE_KINDS ("container" for furniture with doors or drawers, and for the drawers).
-        pose: pose of the instance's bounding-box centre.
-        size: bounding-box size (x, y, z) in the instance's frame.
-        receptacle: for objects: the furniture or drawer it rests on or in; "" when on the floor or held.
-        surface: for objects: the support region of that receptacle ("top", "sink", "shelf_0", ...).
-        inside: for objects: whether that region is inside a container.
-        distance: planar distance from the robot base to the pose (metres).
-    """
-
-    name: str
-    canonical: str
-    kind: str
-    pose: Pose
-    size: tuple[float, float, float]
-    receptacle: str = ""
-    surface: str = ""
-    inside: bool = False
-    distance: float = 0.0
-
-
-@dataclass(frozen=True)
-class ContainerState:
-    """Privileged state of one door or drawer.
-
-    Attributes:
-        name: articulation instance name ("fridge_0_door", "kitchen_drawer_1").
-        canonical: alias-table entry of the furniture it belongs to ("fridge", "kitchen_counter").
-        label: "door" or "drawer".
-        furniture: instance name of the furniture it belongs to.
-        joint_type: "hinge" (radians) or "slide" (metres).
-        position: current joint value; 0 is closed.
-        lower: lower joint limit.
-        upper: upper joint limit.
-        open_threshold: value at or above which it counts as open (release: fridge 0.8 rad, drawer 0.25 m).
-        handle: world position of its handle.
-    """
-
-    name: str
-    canonical: str
-    label: str
-    furniture: str
-    joint_type: str
-    position: float
-    lower: float
-    upper: float
-    open_threshold: float
-    handle: tuple[float, float, float]
-
-    @property
-    def is_open(self) -> bool:
-        """position >= open_threshold."""
-        return self.position >= self.open_threshold
-
-
-@dataclass(frozen=True)
-class RobotState:
-    """Proprioception and base pose of the robot.
-
-    Attributes:
-        base: base pose on the floor (z = 0).
-        base_velocity: (forward m/s, turn rad/s) in the base frame.
-        joint_names: names of the actuated joints (torso, head, arm, fingers).
-        joint_positions: their positions, same order.
-        joint_velocities: their velocities, same order.
-        gripper: pose of the grasp point between the fingers.
-        held_object: instance name of the grasped object, or None.
-        time: simulated time (seconds since reset).
-    """
-
-    base: Pose
-    base_velocity: tuple[float, float]
-    joint_names: tuple[str, ...]
-    joint_positions: tuple[float, ...]
-    joint_velocities: tuple[float, ...]
-    gripper: Pose
-    held_object: str | None
-    time: float
-
-
-@dataclass
-class Observation:
-    """What the cameras see at one instant.
-
-    Attributes:
-        time: simulated time.
-        rgb: view -> (H, W, 3) uint8.
-        depth: view -> (H, W) float32 metres (empty unless asked for).
-        segmentation: view -> (H, W) int32 instance ids, -1 for walls, floor, robot (empty unless asked for).
-        instance_names: instance id -> instance name.
-        instance_canonicals: instance id -> canonical name.
-        visible: view -> instance names seen in it, nearest first (empty unless segmentation was asked for).
-        held_object: instance name of the grasped object, or None.
-    """
-
-    time: float
-    rgb: dict[str, np.ndarray]
-    depth: dict[str, np.ndarray] = field(default_factory=dict)
-    segmentation: dict[str, np.ndarray] = field(default_factory=dict)
-    instance_names: tuple[str, ...] = ()
-    instance_canonicals: tuple[str, ...] = ()
-    visible: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    held_object: str | None = None
-
 
 Scene = SceneSpec | OfficialEpisode
 
@@ -338,6 +186,23 @@ class SimBackend(ABC):
     @abstractmethod
     def resolve(self, name: str) -> list[str]:
         """Instance names `name` may refer to (instance name, canonical or alias), nearest to the robot first."""
+
+    @abstractmethod
+    def robot_description(self) -> str:
+        """MJCF of the robot's kinematic tree (emmoe_eval.robot.interface.Robot)."""
+
+    @abstractmethod
+    def scene_layout(self) -> SceneLayout:
+        """Furniture, doors and drawers, support regions of the loaded episode (PrivilegedScene)."""
+
+    @abstractmethod
+    def arm_collides(self, arm: Sequence[float], torso: float) -> bool:
+        """Whether an arm configuration would penetrate furniture or walls (False when the backend cannot check)."""
+
+    @abstractmethod
+    def arm_path_free(self, start: Sequence[float], start_torso: float, end: Sequence[float],
+                      end_torso: float) -> bool:
+        """Whether a straight joint-space arm move stays clear (True when the backend cannot check)."""
 
     @abstractmethod
     def close(self) -> None:

@@ -20,22 +20,15 @@ from __future__ import annotations
 import importlib.util
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-PREFIX = "fetch/"
-BASE_JOINTS: tuple[str, ...] = ("base_x", "base_y", "base_yaw")
-ARM_JOINTS: tuple[str, ...] = ("shoulder_pan_joint", "shoulder_lift_joint", "upperarm_roll_joint", "elbow_flex_joint",
-                               "forearm_roll_joint", "wrist_flex_joint", "wrist_roll_joint")
-HEAD_JOINTS: tuple[str, ...] = ("head_pan_joint", "head_tilt_joint")
-TORSO_JOINT = "torso_lift_joint"
-FINGER_JOINTS: tuple[str, ...] = ("r_gripper_finger_joint", "l_gripper_finger_joint")
-VIEWS: tuple[str, ...] = ("front", "left", "back", "right")
+from emmoe_eval.robot.fetch import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, HEAD_JOINTS, PREFIX, TORSO_JOINT
+from emmoe_eval.robot.state import VIEWS
+
 THIRD_PERSON_VIEWS: tuple[str, ...] = tuple(f"third_{view}" for view in VIEWS)
-GRIP_SITE = "grip"
 GRIPPER_BODY = "gripper_link"
-# Fetch's "tucked" arm (the pose it drives with): joint order as ARM_JOINTS.
-TUCKED_ARM: tuple[float, ...] = (1.32, 1.40, -0.2, 1.72, 0.0, 1.66, 0.0)
 FINGER_OPEN = 0.05
 # Geom groups: the arm and gripper (seen by the head cameras when they reach forward) and the rest of the body
 # (base, torso, head: never inside the head views' fields of view, so the head views skip drawing them).
@@ -280,3 +273,16 @@ def add_fetch_actuators(actuator: ET.Element) -> None:
         ET.SubElement(actuator, "position", name=PREFIX + joint, joint=PREFIX + joint, kp="800", ctrllimited="true",
                       ctrlrange=f"0 {FINGER_OPEN:g}", forcelimited="true", forcerange="-60 60")
 
+
+@lru_cache(maxsize=1)
+def kinematic_description() -> str:
+    """MJCF of Fetch without geoms and cameras (kinematics only): what the backends give as robot_description."""
+    root = ET.Element("mujoco", model="fetch_kinematics")
+    ET.SubElement(root, "compiler", angle="radian")
+    worldbody = ET.SubElement(root, "worldbody")
+    build_fetch(worldbody, FetchCameraConfig())
+    for parent in root.iter():
+        for child in list(parent):
+            if child.tag in ("geom", "camera"):
+                parent.remove(child)
+    return ET.tostring(root, encoding="unicode")

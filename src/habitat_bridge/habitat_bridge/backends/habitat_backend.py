@@ -19,26 +19,24 @@ Scene specs of the embedded apartment cannot be loaded here (their furniture is 
 backend for those. Habitat's FetchRobot pins the torso and head, so set_torso_target and set_head_target only record
 the request.
 
-Coordinates: Habitat is y-up; everything returned is in this project's z-up frame, (x, y, z)_habitat -> (x, -z, y).
+Coordinates: Habitat is y-up; everything returned is in this project's z-up frame, (x, y, z)_habitat -> (x, -z, y)
+(habitat_bridge.backends.habitat_support, with the module loading, the four-view Fetch and the dataset file).
 """
 
 from __future__ import annotations
 
-import gzip
-import importlib
-import json
 import logging
 import math
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
-
-from habitat_bridge.backends.base import (
+from emmoe_eval.robot.grid import OccupancyGrid
+from emmoe_eval.robot.layout import SceneLayout
+from emmoe_eval.robot.state import (
     VIEWS,
     BackendError,
     ContainerState,
@@ -46,26 +44,35 @@ from habitat_bridge.backends.base import (
     Observation,
     Pose,
     RobotState,
-    Scene,
-    SimBackend,
     UnknownNameError,
-    resolve_name,
 )
-from habitat_bridge.furniture import DOOR_DEFAULTS, DRAWER_DEFAULTS
-from habitat_bridge.occupancy import OccupancyGrid
+
+from habitat_bridge.backends import fetch_model
+from habitat_bridge.backends.base import Scene, SimBackend, resolve_name
+from habitat_bridge.backends.habitat_scene import (
+    Part,
+    bounding_box_layout,
+    box_size,
+    canonical_of,
+    index_scene,
+    support_relations,
+)
+from habitat_bridge.backends.habitat_support import (
+    CAMERA_PREFIX,
+    ROBOT_CLASS_NAME,
+    HabitatModules,
+    four_view_fetch_class,
+    matrix_quaternion,
+    quaternion_of,
+    rotation_to_zup,
+    to_yup,
+    to_zup,
+    write_episode_dataset,
+)
 from habitat_bridge.official import OfficialEpisode
 from habitat_bridge.scene_spec import SceneSpecError
 
 LOG = logging.getLogger(__name__)
-CAMERA_PREFIX = "emmoe_head_"
-ROBOT_CLASS_NAME = "FourViewFetchRobot"
-# Head camera placement in the Fetch root frame (x forward, y up, z to the right), as habitat-lab's own head camera.
-_HEAD_OFFSET = (0.25, 1.2)
-_HEAD_LOOK_AT = (0.75, 1.0)
-# Quaternion (w, x, y, z) taking Habitat's y-up frame to the z-up frame.
-_Y_UP_TO_Z_UP = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)
-
-
 @dataclass(frozen=True)
 class HabitatBackendConfig:
     """Settings of the Habitat backend.
@@ -98,126 +105,6 @@ class HabitatBackendConfig:
 
 
 # ---- frames -------------------------------------------------------------------------------------------------------
-def to_zup(vector: Sequence[float]) -> tuple[float, float, float]:
-    """A Habitat (y-up) point in the z-up frame."""
-    x, y, z = (float(v) for v in vector)
-    return x, -z, y
-
-
-def to_yup(vector: Sequence[float]) -> tuple[float, float, float]:
-    """A z-up point in Habitat's y-up frame."""
-    x, y, z = (float(v) for v in vector)
-    return x, z, -y
-
-
-def _multiply(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, float]:
-    w1, x1, y1, z1 = a
-    w2, x2, y2, z2 = b
-    return (w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2)
-
-
-def rotation_to_zup(quaternion: Sequence[float]) -> tuple[float, float, float, float]:
-    """A Habitat-frame orientation (w, x, y, z) expressed in the z-up frame."""
-    w, x, y, z = _Y_UP_TO_Z_UP
-    return _multiply(_multiply(_Y_UP_TO_Z_UP, quaternion), (w, -x, -y, -z))
-
-
-def _quaternion(rotation: Any) -> tuple[float, float, float, float]:
-    """(w, x, y, z) of a magnum Quaternion."""
-    vector = rotation.vector
-    return float(rotation.scalar), float(vector[0]), float(vector[1]), float(vector[2])
-
-
-# ---- the habitat modules ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class HabitatModules:
-    """The habitat-lab / habitat-sim / magnum modules the adapter uses (imported lazily)."""
-
-    habitat: ModuleType
-    config_default: ModuleType
-    structured_configs: ModuleType
-    fetch_robot: ModuleType
-    mobile_manipulator: ModuleType
-    agent_manager: ModuleType
-    physics: ModuleType
-    magnum: ModuleType
-
-    @classmethod
-    def load(cls) -> HabitatModules:
-        """Import them.
-
-        Raises:
-            BackendError: habitat-lab or habitat-sim is not installed.
-        """
-        names = {
-            "habitat": "habitat", "config_default": "habitat.config.default",
-            "structured_configs": "habitat.config.default_structured_configs",
-            "fetch_robot": "habitat.articulated_agents.robots.fetch_robot",
-            "mobile_manipulator": "habitat.articulated_agents.mobile_manipulator",
-            "agent_manager": "habitat.tasks.rearrange.articulated_agent_manager",
-            "physics": "habitat_sim.physics", "magnum": "magnum",
-        }
-        loaded = {}
-        for key, module in names.items():
-            try:
-                loaded[key] = importlib.import_module(module)
-            except ImportError as error:
-                raise BackendError(f"the habitat backend needs habitat-lab and habitat-sim ({module}: {error}); "
-                                   "use the mujoco backend") from None
-        return cls(**loaded)
-
-
-def four_view_fetch_class(modules: HabitatModules) -> type:
-    """habitat-lab's FetchRobot with four head cameras (front, left, back, right) added to its camera params."""
-    magnum = modules.magnum
-    camera_params = modules.mobile_manipulator.ArticulatedAgentCameraParams
-    fetch = modules.fetch_robot.FetchRobot
-
-    class FourViewFetchRobot(fetch):  # type: ignore[misc, valid-type]
-        """Fetch with cameras `emmoe_head_{front,left,back,right}` around the head (sensor names start with them)."""
-
-        def _get_fetch_params(self) -> Any:
-            params = super()._get_fetch_params()
-            cameras = dict(params.cameras)
-            for index, view in enumerate(VIEWS):
-                yaw = index * math.pi / 2
-                # Turning left in the root frame (y up, z right) moves +x towards -z.
-                forward = (math.cos(yaw), -math.sin(yaw))
-                cameras[CAMERA_PREFIX + view] = camera_params(
-                    cam_offset_pos=magnum.Vector3(_HEAD_OFFSET[0] * forward[0], _HEAD_OFFSET[1],
-                                                  _HEAD_OFFSET[0] * forward[1]),
-                    cam_look_at_pos=magnum.Vector3(_HEAD_LOOK_AT[0] * forward[0], _HEAD_LOOK_AT[1],
-                                                   _HEAD_LOOK_AT[0] * forward[1]),
-                    attached_link_id=-1)
-            params.cameras = cameras
-            return params
-
-    FourViewFetchRobot.__name__ = ROBOT_CLASS_NAME
-    return FourViewFetchRobot
-
-
-def write_episode_dataset(episode: OfficialEpisode, directory: Path) -> Path:
-    """Write an official episode as a one-episode RearrangeDataset file (.json.gz) and return its path."""
-    path = directory / f"emmoe_{episode.episode_id}.json.gz"
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
-        json.dump({"config": None, "episodes": [dict(episode.raw)]}, handle)
-    return path
-
-
-@dataclass(frozen=True)
-class _Part:
-    """A door or drawer: one movable link of an articulated object."""
-
-    name: str
-    furniture: str
-    canonical: str
-    link: int
-    label: str
-    joint_type: str
-    threshold: float
-
-
 class HabitatBackend(SimBackend):
     """habitat-lab rearrange behind the SimBackend interface (see the module docstring: not run on a real install
     here)."""
@@ -299,37 +186,7 @@ class HabitatBackend(SimBackend):
 
     def _index_scene(self) -> None:
         """Name every rigid object, articulated object and movable link; map semantic ids to instances."""
-        sim = self._sim
-        self._objects: dict[str, Any] = {}
-        self._semantic: dict[int, str] = {}
-        start = int(getattr(sim.habitat_config, "object_ids_start", 0))
-        rigid = sim.get_rigid_object_manager().get_objects_by_handle_substring("")
-        motion = self.modules.physics.MotionType
-        for handle, obj in rigid.items():
-            kind = "object" if obj.motion_type == motion.DYNAMIC else "furniture"
-            self._objects[handle] = (obj, kind)
-            self._semantic[int(obj.object_id) + start] = handle
-        self._parts: dict[str, _Part] = {}
-        articulated = sim.get_articulated_object_manager().get_objects_by_handle_substring("")
-        robot_id = sim.articulated_agent.sim_obj.object_id
-        joint_types = self.modules.physics.JointType
-        for handle, obj in articulated.items():
-            if obj.object_id == robot_id:
-                continue
-            self._objects[handle] = (obj, "container")
-            self._semantic[int(obj.object_id) + start] = handle
-            for link in obj.get_link_ids():
-                joint = obj.get_link_joint_type(link)
-                if joint not in (joint_types.Revolute, joint_types.Prismatic):
-                    continue
-                defaults = DOOR_DEFAULTS if joint == joint_types.Revolute else DRAWER_DEFAULTS
-                name = f"{handle}/{obj.get_link_name(link)}"
-                self._parts[name] = _Part(name, handle, self._canonical(handle), link, defaults.label,
-                                          defaults.joint, defaults.open_threshold)
-
-    @staticmethod
-    def _canonical(handle: str) -> str:
-        return handle.split("_:")[0]
+        self._objects, self._semantic, self._parts = index_scene(self._sim, self.modules)
 
     # ---- properties -------------------------------------------------------------------------------------------
     @property
@@ -459,7 +316,7 @@ class HabitatBackend(SimBackend):
         return x, y, float(self._robot.base_rot)
 
     def _instances(self) -> list[tuple[str, str, tuple[str, ...]]]:
-        found: list[tuple[str, str, tuple[str, ...]]] = [(handle, self._canonical(handle), ())
+        found: list[tuple[str, str, tuple[str, ...]]] = [(handle, canonical_of(handle), ())
                                                          for handle in self._objects]
         found += [(part.name, part.canonical, (part.label,)) for part in self._parts.values()]
         return found
@@ -475,10 +332,6 @@ class HabitatBackend(SimBackend):
             obj = self._objects[part.furniture][0]
             return to_zup(obj.get_link_scene_node(part.link).translation)
         return to_zup(self._objects[name][0].translation)
-
-    def _size(self, obj: Any) -> tuple[float, float, float]:
-        size = obj.root_scene_node.cumulative_bb.size()
-        return float(size[0]), float(size[2]), float(size[1])
 
     def object_states(self, names: Iterable[str] | None = None) -> list[InstanceState]:
         wanted = [name for name in (names or [])]
@@ -497,35 +350,14 @@ class HabitatBackend(SimBackend):
             obj, kind = self._objects[handle]
             position = to_zup(obj.translation)
             receptacle, surface, inside = relations.get(handle, ("", "", False))
-            states.append(InstanceState(handle, self._canonical(handle), kind,
-                                        Pose(position, rotation_to_zup(_quaternion(obj.rotation))), self._size(obj),
+            states.append(InstanceState(handle, canonical_of(handle), kind,
+                                        Pose(position, rotation_to_zup(quaternion_of(obj.rotation))), box_size(obj),
                                         receptacle, surface, inside, math.dist((x, y), position[:2])))
         return states
 
     def relations(self) -> dict[str, tuple[str, str, bool]]:
-        """Object handle -> (furniture or container it rests on, "", inside) from bounding boxes (approximate: no
-        receptacle meshes are consulted; an object within a container's box below its top counts as inside)."""
-        held = self.held_object()
-        supports = [(handle, obj) for handle, (obj, kind) in self._objects.items() if kind != "object"]
-        found = {}
-        for handle, (obj, kind) in self._objects.items():
-            if kind != "object" or handle == held:
-                continue
-            x, y, z = to_zup(obj.translation)
-            best, best_gap = "", None
-            for support_handle, support in supports:
-                sx, sy, sz = to_zup(support.translation)
-                lx, ly, lz = self._size(support)
-                if abs(x - sx) > lx / 2 or abs(y - sy) > ly / 2:
-                    continue
-                gap = z - (sz + lz / 2)
-                if -lz <= gap <= 0.3 and (best_gap is None or abs(gap) < best_gap):
-                    best, best_gap = support_handle, abs(gap)
-            if best:
-                support, support_kind = self._objects[best]
-                below_top = z < to_zup(support.translation)[2] + self._size(support)[2] / 2
-                found[handle] = (best, "", support_kind == "container" and below_top)
-        return found
+        """Object handle -> (what it rests on, "", inside), from bounding boxes (habitat_scene.support_relations)."""
+        return support_relations(self._objects, self.held_object())
 
     def container_states(self, names: Iterable[str] | None = None) -> list[ContainerState]:
         wanted = list(names or [])
@@ -545,7 +377,7 @@ class HabitatBackend(SimBackend):
             selected = list(chosen)
         return [self._container_state(self._parts[name]) for name in selected]
 
-    def _container_state(self, part: _Part) -> ContainerState:
+    def _container_state(self, part: Part) -> ContainerState:
         obj = self._objects[part.furniture][0]
         index = obj.get_link_joint_pos_offset(part.link)
         lower, upper = obj.joint_position_limits
@@ -586,6 +418,23 @@ class HabitatBackend(SimBackend):
         origin = (float(lower[0]), -float(upper[2]))
         return OccupancyGrid(origin, resolution, ~navigable[::-1])
 
+    def scene_layout(self) -> SceneLayout:
+        """An approximate layout from bounding boxes (habitat_scene.bounding_box_layout)."""
+        return bounding_box_layout(self._objects, self._parts)
+
+    def robot_description(self) -> str:
+        """The Fetch kinematics of the embedded model (hab_fetch has the same joints and links)."""
+        return fetch_model.kinematic_description()
+
+    def arm_collides(self, arm: Sequence[float], torso: float) -> bool:
+        """No arm collision checks on Habitat: always False."""
+        return False
+
+    def arm_path_free(self, start: Sequence[float], start_torso: float, end: Sequence[float],
+                      end_torso: float) -> bool:
+        """No arm collision checks on Habitat: always True."""
+        return True
+
     def teleport_base(self, x: float, y: float, yaw: float) -> None:
         if not all(math.isfinite(value) for value in (x, y, yaw)):
             raise ValueError(f"base pose must be finite, got ({x}, {y}, {yaw})")
@@ -607,7 +456,7 @@ class HabitatBackend(SimBackend):
         return RobotState(
             base=Pose.from_yaw(x, y, 0.0, yaw), base_velocity=self._command, joint_names=names,
             joint_positions=arm + fingers, joint_velocities=velocities,
-            gripper=Pose(to_zup(ee.translation), rotation_to_zup(_rotation_matrix_quaternion(ee.rotation()))),
+            gripper=Pose(to_zup(ee.translation), rotation_to_zup(matrix_quaternion(ee.rotation()))),
             held_object=self.held_object(), time=self._time)
 
     # ---- cameras ----------------------------------------------------------------------------------------------
@@ -620,7 +469,7 @@ class HabitatBackend(SimBackend):
         names = tuple(self._objects)
         ids = {name: index for index, name in enumerate(names)}
         observation = Observation(time=self._time, rgb={}, held_object=self.held_object(), instance_names=names,
-                                  instance_canonicals=tuple(self._canonical(name) for name in names))
+                                  instance_canonicals=tuple(canonical_of(name) for name in names))
         x, y, _ = self._base()
         for view in views:
             prefix = CAMERA_PREFIX + view
@@ -647,21 +496,3 @@ class HabitatBackend(SimBackend):
             self._env.close()
             self._env = None
         self._dataset_dir.cleanup()
-
-
-def _rotation_matrix_quaternion(columns: Any) -> tuple[float, float, float, float]:
-    """(w, x, y, z) of a 3x3 rotation given column by column (magnum's Matrix3x3 indexing: m[i] is column i)."""
-    m = np.asarray([[float(columns[column][row]) for column in range(3)] for row in range(3)])
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
-    if trace > 0:
-        s = math.sqrt(trace + 1.0) * 2
-        return 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
-    index = int(np.argmax(np.diag(m)))
-    if index == 0:
-        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
-        return (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
-    if index == 1:
-        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
-        return (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
-    s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
-    return (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field
 from xml.etree import ElementTree as ET
 
+from emmoe_eval.robot import fetch
+
 from habitat_bridge import layout
 from habitat_bridge.backends import fetch_model
 from habitat_bridge.furniture import Box, MovingPart
@@ -273,7 +275,7 @@ def build_mjcf(spec: SceneSpec, options: MjcfOptions | None = None) -> str:
     root.append(actuator)
     if spec.objects:
         equality = ET.SubElement(root, "equality")
-        ET.SubElement(equality, "weld", name=GRASP_EQUALITY, body1=fetch_model.PREFIX + fetch_model.GRIPPER_BODY,
+        ET.SubElement(equality, "weld", name=GRASP_EQUALITY, body1=fetch.PREFIX + fetch_model.GRIPPER_BODY,
                       body2=object_body(spec.objects[0].name), active="false", solref="0.01 1",
                       solimp="0.95 0.99 0.001")
     return ET.tostring(root, encoding="unicode")

@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override one node parameter (repeatable)")
     parser.add_argument("--run-timeout", type=float, default=1800.0, help="seconds before a run is cancelled")
     parser.add_argument("--show-nodes", action="store_true", help="print every node's log lines")
+    parser.add_argument("--no-videos", action="store_true",
+                        help="do not write the head-camera and third-person videos (MP4) of each subtask and run")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         config = RunnerConfig(tasks=args.tasks, out=args.out, runs=args.runs, planner=args.planner,
                               data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps, model=args.model,
                               base_url=args.base_url, params_file=args.config, overrides=tuple(args.overrides),
-                              run_timeout_s=args.run_timeout)
+                              run_timeout_s=args.run_timeout, record_videos=not args.no_videos)
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)

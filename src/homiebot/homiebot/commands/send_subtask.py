@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from emmoe_eval.topics import SUBTASK_ACTION
+
 HELP = "send one subtask to the executor (/subtask) and print its feedback and result"
 
 
@@ -15,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inventory", nargs="*", default=[], metavar="OBJECT", help="what the robot holds")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the result")
     parser.add_argument("--server-wait", type=float, default=10.0, help="seconds to wait for the server to appear")
-    parser.add_argument("--action-name", default="/subtask", help="where ExecuteSubtask is served")
+    parser.add_argument("--action-name", default=SUBTASK_ACTION, help="where ExecuteSubtask is served")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 

@@ -1,31 +1,90 @@
-"""`homiebot tasks build`: write the simulator's EMMOE task folders from their definitions."""
+"""`homiebot tasks build|check`: write the simulator's EMMOE task folders from their definitions, or replay them.
+
+`build` writes data/{train,test}/<id>/ (tasks 1-90 train, 91-100 test); with `--variants N` it also writes N seeded
+variants of every selected train task as data/train/<id>_v<n>/ (test tasks never get variants). `check` replays
+every selected expert trajectory in the simulator (in-process) and reports each step whose outcome differs from its
+design (exit status 1 then).
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-HELP = "build data/<split>/<id>/{scene.json,keypath.json,info.txt} from a task definition file"
+HELP = "build data/<split>/<id>/{scene.json,keypath.json,info.txt} from the task definitions, or check them"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot tasks`."""
-    parser.add_argument("action", choices=["build"], help="what to do")
-    parser.add_argument("--definitions", type=Path, default=Path("data/tasks/emmoe_test.yaml"),
-                        help="task definition YAML (default: %(default)s)")
+    from homiebot.benchmark_tasks import DEFAULT_DEFINITIONS
+
+    parser.add_argument("action", choices=["build", "check"], help="what to do")
+    parser.add_argument("--definitions", type=Path, nargs="+", default=list(DEFAULT_DEFINITIONS),
+                        help="task definition YAML files (default: %(default)s)")
     parser.add_argument("--data", type=Path, default=Path("data"), help="data folder holding train/ and test/")
-    parser.add_argument("--split", choices=["train", "test"], default="test", help="split folder to write")
+    parser.add_argument("--split", choices=["train", "test", "all"], default="all",
+                        help="tasks to build or check: 1-90 train, 91-100 test (default: %(default)s)")
+    parser.add_argument("--tasks", default="", help="comma-separated task ids to restrict to (default: all)")
+    parser.add_argument("--variants", type=int, default=0,
+                        help="build: also write this many seeded variants of each selected train task")
+    parser.add_argument("--seed", type=int, default=0, help="build: seed of the variants (default: %(default)s)")
+
+
+def _selected(args: argparse.Namespace, known: list[int]) -> list[int]:
+    from homiebot.benchmark_tasks import split_of
+    from homiebot.cli import UsageError
+
+    if args.tasks:
+        try:
+            wanted = [int(part) for part in args.tasks.split(",") if part.strip()]
+        except ValueError as error:
+            raise UsageError(f"--tasks: expected comma-separated task ids, got {args.tasks!r}") from error
+        missing = sorted(set(wanted) - set(known))
+        if missing:
+            raise UsageError(f"--tasks: no definition for task {', '.join(map(str, missing))}")
+    else:
+        wanted = known
+    return [task_id for task_id in wanted if args.split == "all" or split_of(task_id) == args.split]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate the definitions and write the task folders."""
-    from homiebot.benchmark_tasks import TaskDefinitionError, build_tasks, load_definitions
+    """Validate the definitions and write (or replay) the selected tasks."""
+    from homiebot.benchmark_tasks import TaskDefinitionError, build_tasks, build_variants, load_all, split_of
     from homiebot.cli import UsageError
 
     try:
-        written = build_tasks(load_definitions(args.definitions), args.data, args.split)
+        definitions = load_all(args.definitions)
+        chosen = {task_id: definitions[task_id] for task_id in _selected(args, sorted(definitions))}
+        if args.action == "check":
+            return _check(chosen)
+        if args.variants and args.tasks and any(split_of(task_id) == "test" for task_id in chosen):
+            raise TaskDefinitionError("--variants: test tasks never get variants; select train tasks only")
+        written = build_tasks(chosen, args.data)
+        if args.variants:
+            written += build_variants(chosen, args.data, args.variants, args.seed)
     except TaskDefinitionError as error:
         raise UsageError(str(error)) from error
     for directory in written:
         print(f"wrote {directory}")
     return 0
+
+
+def _check(definitions: dict) -> int:
+    from homiebot.benchmark_tasks import TaskDefinitionError, scene_for
+    from homiebot.expert_check import misplaced_objects, replay
+
+    differing = 0
+    for task_id, definition in sorted(definitions.items()):
+        try:
+            scene = scene_for(definition)
+        except TaskDefinitionError as error:
+            differing += 1
+            print(f"task {task_id}: {error}", flush=True)
+            continue
+        problems = misplaced_objects(definition, scene)
+        problems += [check.describe() for check in replay(definition, scene) if not check.as_designed]
+        differing += len(problems)
+        print(f"task {task_id}: " + ("as designed" if not problems else f"{len(problems)} differ"), flush=True)
+        for line in problems:
+            print(f"  {line}", flush=True)
+    return 1 if differing else 0

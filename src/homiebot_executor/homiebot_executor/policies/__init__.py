@@ -1,1 +1,2 @@
-"""Skill policies: privileged (M3, on the simulator backend) and remote (learned policies over HTTP)."""
+"""Skill policies on the robot/skill interface (emmoe_eval.robot): m3 (the privileged skills, one module per skill)
+and remote (learned policies over HTTP); navigation (grid planner, base controller) and arm_ik (mink) serve both."""

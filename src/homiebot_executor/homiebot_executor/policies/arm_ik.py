@@ -1,9 +1,10 @@
 """Inverse kinematics of Fetch's arm with mink (differential IK on MuJoCo), on a robot-only kinematic model.
 
-The model is built from habitat_bridge's Fetch body tree with every geom removed (kinematics only, compiled once per
-process in a few milliseconds). The base pose, head and fingers are copied from the simulator and frozen; the torso
-lift and the seven arm joints are solved for, with a light posture task that keeps the solution near the current
-configuration. Targets are poses of the grasp site `fetch/grip` in the world frame.
+The model is the robot's kinematic description (Robot.robot_description(): MJCF with the joints and grasp site of
+emmoe_eval.robot.fetch), compiled once per process per description in a few milliseconds. The base pose, head and
+fingers are copied from the simulator and frozen; the torso lift and the seven arm joints are solved for, with a light
+posture task that keeps the solution near the current configuration. Targets are poses of the grasp site
+`fetch/grip` in the world frame.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from xml.etree import ElementTree as ET
 
 import mink
 import mujoco
 import numpy as np
-from habitat_bridge.backends import fetch_model
+from emmoe_eval.robot import fetch
 
-GRIP_SITE = fetch_model.PREFIX + fetch_model.GRIP_SITE
-SOLVED_JOINTS: tuple[str, ...] = (fetch_model.TORSO_JOINT, *fetch_model.ARM_JOINTS)
+GRIP_SITE = fetch.PREFIX + fetch.GRIP_SITE
+SOLVED_JOINTS: tuple[str, ...] = (fetch.TORSO_JOINT, *fetch.ARM_JOINTS)
 # Arm configurations to restart from when the solve from the current one ends in a local minimum (arm raised in
 # front at several elbow bends); with them about 90 % of grasp poses 0.35-0.9 m in front at 0.45-1.15 m height solve.
 RESTART_ARMS: tuple[tuple[float, ...], ...] = (
@@ -81,27 +81,19 @@ class IkSolution:
 
     @property
     def arm(self) -> tuple[float, ...]:
-        """The seven arm joints in fetch_model.ARM_JOINTS order."""
-        return tuple(self.joints[name] for name in fetch_model.ARM_JOINTS)
+        """The seven arm joints in fetch.ARM_JOINTS order."""
+        return tuple(self.joints[name] for name in fetch.ARM_JOINTS)
 
     @property
     def torso(self) -> float:
         """Torso lift (metres)."""
-        return self.joints[fetch_model.TORSO_JOINT]
+        return self.joints[fetch.TORSO_JOINT]
 
 
-@lru_cache(maxsize=1)
-def kinematic_model() -> mujoco.MjModel:
-    """Fetch without geoms (kinematics only), compiled once per process."""
-    root = ET.Element("mujoco", model="fetch_kinematics")
-    ET.SubElement(root, "compiler", angle="radian")
-    worldbody = ET.SubElement(root, "worldbody")
-    fetch_model.build_fetch(worldbody, fetch_model.FetchCameraConfig())
-    for parent in root.iter():
-        for child in list(parent):
-            if child.tag in ("geom", "camera"):
-                parent.remove(child)
-    return mujoco.MjModel.from_xml_string(ET.tostring(root, encoding="unicode"))
+@lru_cache(maxsize=4)
+def kinematic_model(description: str) -> mujoco.MjModel:
+    """The compiled robot description (cached per description)."""
+    return mujoco.MjModel.from_xml_string(description)
 
 
 def grasp_rotation(approach_yaw: float, pitch: float) -> np.ndarray:
@@ -119,10 +111,10 @@ def grasp_rotation(approach_yaw: float, pitch: float) -> np.ndarray:
 class ArmIk:
     """Solves grasp-site poses for the torso and arm, given the rest of the robot's configuration."""
 
-    def __init__(self, config: IkConfig | None = None) -> None:
-        """Prepare the kinematic model, tasks and limits."""
+    def __init__(self, description: str, config: IkConfig | None = None) -> None:
+        """Prepare the kinematic model of `description` (Robot.robot_description()), tasks and limits."""
         self.config = config or IkConfig()
-        self.model = kinematic_model()
+        self.model = kinematic_model(description)
         self._configuration = mink.Configuration(self.model)
         self._qpos = {name: int(self.model.jnt_qposadr[self._joint(name)]) for name in self._all_joints()}
         solved_dofs = {int(self.model.jnt_dofadr[self._joint(name)]) for name in SOLVED_JOINTS}
@@ -134,21 +126,21 @@ class ArmIk:
         self._limits = [mink.ConfigurationLimit(self.model)]
 
     def _joint(self, name: str) -> int:
-        full = name if name.startswith(fetch_model.PREFIX) else fetch_model.PREFIX + name
-        joint = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, full)
+        full = name if name.startswith(fetch.PREFIX) else fetch.PREFIX + name
+        joint = int(mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, full))
         if joint < 0:
             raise KeyError(f"the Fetch model has no joint {name!r}")
         return joint
 
     @staticmethod
     def _all_joints() -> tuple[str, ...]:
-        return (*fetch_model.BASE_JOINTS, fetch_model.TORSO_JOINT, *fetch_model.HEAD_JOINTS, *fetch_model.ARM_JOINTS,
-                *fetch_model.FINGER_JOINTS)
+        return (*fetch.BASE_JOINTS, fetch.TORSO_JOINT, *fetch.HEAD_JOINTS, *fetch.ARM_JOINTS,
+                *fetch.FINGER_JOINTS)
 
     def set_robot(self, base: tuple[float, float, float], joints: Mapping[str, float]) -> None:
         """Copy the simulator's configuration: base (x, y, yaw) and joint name -> position (short names)."""
         q = self._configuration.q.copy()
-        for name, value in zip(fetch_model.BASE_JOINTS, base):
+        for name, value in zip(fetch.BASE_JOINTS, base):
             q[self._qpos[name]] = value
         for name, value in joints.items():
             if name in self._qpos:
@@ -173,7 +165,7 @@ class ArmIk:
             if best.converged:
                 break
             q = start.copy()
-            for name, value in zip(fetch_model.ARM_JOINTS, arm):
+            for name, value in zip(fetch.ARM_JOINTS, arm):
                 q[self._qpos[name]] = value
             self._configuration.update(q)
             candidate = self._solve_from_current(position, rotation)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from habitat_bridge.occupancy import OccupancyGrid
+from emmoe_eval.robot.grid import OccupancyGrid
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 
@@ -44,7 +44,8 @@ class GeodesicField:
 
     def reachable(self) -> np.ndarray:
         """Bool mask of cells with a finite distance."""
-        return np.isfinite(self.distances)
+        mask: np.ndarray = np.isfinite(self.distances)
+        return mask
 
     def cell_path(self, cell: tuple[int, int]) -> list[tuple[int, int]]:
         """Cells from the start to `cell` (inclusive); empty when unreachable."""

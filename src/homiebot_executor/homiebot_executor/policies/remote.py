@@ -18,8 +18,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import numpy as np
-from habitat_bridge.backends import fetch_model
-from habitat_bridge.backends.base import BackendError, SimBackend, UnknownNameError
+from emmoe_eval.robot import fetch
+from emmoe_eval.robot.interface import SimulatedRobot
+from emmoe_eval.robot.state import BackendError, UnknownNameError
 
 from homiebot_executor.monitor import ExecutionWatcher
 from homiebot_executor.policies.arm_ik import ArmIk
@@ -38,9 +39,10 @@ class _Budget(Exception):
 class RemotePolicy:
     """One learned model behind a policy server, driving the backend."""
 
-    def __init__(self, backend: SimBackend, client: PolicyClient, model: str, control_period: float = 0.1,
-                 lock: AbstractContextManager | None = None, camera: str = "front") -> None:
-        """Drive `backend` with the answers of `client` for `model`; `control_period` is one budget step (s)."""
+    def __init__(self, backend: SimulatedRobot, client: PolicyClient, model: str, control_period: float = 0.1,
+                 lock: AbstractContextManager[object] | None = None, camera: str = "front") -> None:
+        """Drive `backend` (the robot, and the privileged scene to judge success) with the answers of `client` for
+        `model`; `control_period` is one budget step (s)."""
         if control_period <= 0:
             raise ValueError(f"control_period must be positive, got {control_period}")
         self.backend = backend
@@ -49,7 +51,7 @@ class RemotePolicy:
         self.control_period = control_period
         self.lock = lock if lock is not None else threading.RLock()
         self.camera = camera
-        self.ik = ArmIk()
+        self.ik = ArmIk(backend.robot_description())
 
     def run(self, goal: SkillGoal, should_cancel: Callable[[], bool] = lambda: False,
             progress: Progress = lambda phase, steps, distance: None) -> SkillOutcome:
@@ -57,7 +59,7 @@ class RemotePolicy:
         session = uuid.uuid4().hex
         try:
             with self.lock:
-                self.backend.set_arm_targets(fetch_model.TUCKED_ARM)
+                self.backend.set_arm_targets(fetch.TUCKED_ARM)
                 self.backend.step(1.0)
                 watcher = ExecutionWatcher(held_at_start=self.backend.held_object() or "",
                                            step_budget=goal.step_budget)
@@ -120,11 +122,11 @@ class RemotePolicy:
         ee = ((gx - x) * c + (gy - y) * s, -(gx - x) * s + (gy - y) * c, gz)
         half = (math.cos(-yaw / 2), 0.0, 0.0, math.sin(-yaw / 2))
         orientation = _quaternion_product(half, state.gripper.orientation)
-        fingers = [joints.get(name, 0.0) for name in fetch_model.FINGER_JOINTS]
+        fingers = [joints.get(name, 0.0) for name in fetch.FINGER_JOINTS]
         robot = RobotStateMessage(
             base_pose=(x, y, yaw), base_velocity=tuple(state.base_velocity),  # type: ignore[arg-type]
-            arm_joints=tuple(joints[name] for name in fetch_model.ARM_JOINTS),
-            torso_height=joints.get(fetch_model.TORSO_JOINT, 0.0), gripper_opening=float(np.mean(fingers)),
+            arm_joints=tuple(joints[name] for name in fetch.ARM_JOINTS),
+            torso_height=joints.get(fetch.TORSO_JOINT, 0.0), gripper_opening=float(np.mean(fingers)),
             ee_position=ee, ee_orientation=orientation, holding=state.held_object is not None)
         kind = goal.target_kind if goal.skill == "navigate" else ""
         return PolicyRequest(self.model, goal.skill, session, number, goal.instruction or goal.target,

@@ -66,7 +66,8 @@ def _numbers(value: Any, path: str, count: int | None = None) -> tuple[float, ..
 def _choice(value: Any, options: Sequence[str], path: str) -> str:
     if value not in options:
         raise ProtocolError(f"{path}: expected one of {', '.join(options)}, got {value!r}")
-    return value
+    chosen: str = value
+    return chosen
 
 
 @dataclass(frozen=True)

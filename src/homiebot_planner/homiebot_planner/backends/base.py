@@ -83,7 +83,7 @@ class GenerationRequest:
 
     Attributes:
         messages: system prompt, optional in-context example, the visible conversation window, the current turn.
-        temperature: sampling temperature (0 means greedy).
+        temperature: sampling temperature (0 means greedy; None: send none, the model's or the API's default).
         max_new_tokens: cap on generated tokens.
         constraints: what constrained decoding may choose from.
         executed: the subtasks executed so far in this episode (for replaying backends).
@@ -91,8 +91,8 @@ class GenerationRequest:
     """
 
     messages: tuple[ChatMessage, ...]
-    temperature: float = 0.2
-    max_new_tokens: int = 256
+    temperature: float | None = 0.2
+    max_new_tokens: int = 1024
     constraints: DecodingConstraints = field(default_factory=DecodingConstraints)
     executed: tuple[ExecutedStep, ...] = ()
     cancel: threading.Event | None = None

@@ -79,6 +79,11 @@ class TokenTrie:
         if not self._root:
             raise ValueError("a token trie needs at least one non-empty sequence")
 
+    @property
+    def root(self) -> dict[int, dict[Any, Any]]:
+        """The root node: token id -> child node (a node without children ends a sequence). Do not modify."""
+        return self._root
+
     def allowed(self, prefix: Sequence[int]) -> list[int]:
         """The token ids that may follow `prefix` (empty when the prefix left the trie or completed a sequence)."""
         node = self._root
@@ -124,8 +129,11 @@ def make_cancel_criteria(cancel: threading.Event) -> Any:
     return CancelCriteria()
 
 
-def sampling_arguments(temperature: float) -> dict[str, Any]:
-    """generate() arguments for a temperature: greedy at 0, plain sampling otherwise."""
+def sampling_arguments(temperature: float | None) -> dict[str, Any]:
+    """generate() arguments for a temperature: greedy at 0, plain sampling otherwise, the model's own generation
+    config for None."""
+    if temperature is None:
+        return {}
     if temperature <= 0:
         return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
     return {"do_sample": True, "temperature": temperature, "top_p": 1.0, "top_k": 0}
@@ -143,7 +151,7 @@ def constrained_answer(
     encode: Callable[[str], Mapping[str, Any]],
     prompt: str,
     constraints: DecodingConstraints,
-    temperature: float,
+    temperature: float | None,
     analysis_max_tokens: int,
     cancel: threading.Event | None = None,
     reuse_cache: bool = False,
@@ -168,7 +176,7 @@ def constrained_answer(
     import torch
     from transformers import LogitsProcessorList
 
-    eos = _eos_id(tokenizer, model)
+    eos = eos_token_id(tokenizer, model)
     common: dict[str, Any] = {"pad_token_id": eos, **sampling_arguments(temperature)}
     if cancel is not None:
         from transformers import StoppingCriteriaList
@@ -206,10 +214,15 @@ def constrained_answer(
         chosen = chosen[:chosen.index(eos)]
     # The exact allowed string (decoding could normalise spaces); a cancelled run may leave a partial one.
     ending = by_tokens.get(tuple(chosen)) or tokenizer.decode(chosen, skip_special_tokens=True)
-    return answer_prefix + ending
+    return str(answer_prefix + ending)
 
 
-def _eos_id(tokenizer: Any, model: Any) -> int:
+def eos_token_id(tokenizer: Any, model: Any) -> int:
+    """The end-of-sequence id of a tokenizer (or, failing that, of the model's generation config).
+
+    Raises:
+        ValueError: when neither defines one.
+    """
     candidates = [tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)]
     for candidate in candidates:
         if isinstance(candidate, list) and candidate:

@@ -8,6 +8,8 @@ an annotator would make:
 - when the next node is a Put of an object the robot no longer holds (e.g. it was dropped: E2), it redoes
   [Go to, object], [Pick, object] and [Go to, place] before the Put.
 With several keypaths the expert follows the one with the most progress (the first on ties).
+Source "replay" instead answers step n with block n of info.txt, designed failures included, whatever happened
+(`homiebot collect` uses it to record what the annotated trajectory really does).
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ from dataclasses import dataclass
 from emmoe_eval.dataset import DatasetError, InfoBlock, find_task, read_info, read_keypaths
 from emmoe_eval.metrics import KeypathMatcher, NameIndex
 from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import MODELS_FOR_ACTION, SubtaskText, classify_feedback, parse_subtask
+from emmoe_eval.protocol import SubtaskText, classify_feedback, default_model, parse_subtask
 from emmoe_eval.runs import Step
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
 from homiebot_planner.memory import ExecutedStep
-from homiebot_planner.prompts import is_small_object
 
-EXPERT_SOURCES = ("keypath", "info", "plan")
+EXPERT_SOURCES = ("keypath", "info", "plan", "replay")
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ class ExpertConfig:
 
     Attributes:
         source: "keypath" (the task's keypath.json), "info" (the successful subtasks of its info.txt, with their
-            models and analyses) or "plan" (the subtasks given in `plan`, for free instructions and tests).
+            models and analyses), "replay" (every block of its info.txt in order, failed ones included) or "plan"
+            (the subtasks given in `plan`, for free instructions and tests).
         plan: bracketed subtasks for source "plan", e.g. ("[Go to, fridge]", "[Open, fridge]", "[End]").
         data_dir: the EMMOE data folder (holding train/ and test/) used when an episode names a task id but no
             task directory.
@@ -64,21 +66,6 @@ class ExpertConfig:
                     parse_subtask(node)
                 except ValueError as error:
                     raise ValueError(f"expert_plan entry {node!r} is not a subtask: {error}") from None
-
-
-def default_model(subtask: SubtaskText, table: AliasTable | None = None) -> str:
-    """The model an expert picks when the plan names none.
-
-    Go to: PixNav for small objects (YCB ids), NoMaD for places and furniture; other actions: their only model.
-    """
-    allowed = MODELS_FOR_ACTION.get(subtask.action, ())
-    if not allowed:
-        return "None"
-    if subtask.action == "Go to":
-        table = table or default_alias_table()
-        canonicals = table.canonicals(subtask.target)
-        return "PixNav" if canonicals and all(is_small_object(name) for name in canonicals) else "NoMaD"
-    return allowed[0]
 
 
 def matched_nodes(plan: Sequence[PlanNode], executed: Sequence[ExecutedStep], names: NameIndex) -> int:
@@ -138,7 +125,7 @@ class ExpertBackend(PlannerBackend):
                                           for i, node in enumerate(path)) for path in keypaths)
             else:
                 info = read_info(directory / "info.txt")
-                blocks = [block for block in info.blocks if block.succeeded]
+                blocks = [block for block in info.blocks if block.succeeded or self.config.source == "replay"]
                 if not blocks or blocks[-1].subtask.action != "End":
                     blocks.append(InfoBlock(index=len(info.blocks) + 1, subtask=SubtaskText("End")))
                 self._plans = (tuple(PlanNode(block.subtask, block.model or default_model(block.subtask, self._table),
@@ -155,6 +142,8 @@ class ExpertBackend(PlannerBackend):
         """
         if not self._plans:
             raise BackendError("expert: no plan loaded; start_episode must be called first")
+        if self.config.source == "replay":
+            return self._plans[0][min(len(executed), len(self._plans[0]) - 1)]
         matched = [matched_nodes(plan, executed, self._names) for plan in self._plans]
         best = max(range(len(self._plans)), key=lambda index: (matched[index] / len(self._plans[index]), -index))
         plan = self._plans[best]

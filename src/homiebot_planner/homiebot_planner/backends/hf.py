@@ -5,6 +5,11 @@ Supported: text-only causal LMs (they get visible-object names) and image-text-t
 A directory holding `adapter_config.json` is a PEFT adapter: its base model is loaded from the adapter's
 `base_model_name_or_path` (or `base_model_path` when set) and the adapter on top. Optional 4-bit loading uses
 bitsandbytes. Constrained decoding (see `constrained.py`) is a setting.
+
+Checkpoints in the original LLaVA / Video-LLaVA training format (the released HomieBot-7B: `LlavaLlamaForCausalLM`
+of the release's `videollava` package, towers named by `mm_image_tower` / `mm_vision_tower` in config.json, LoRA
+extras in `non_lora_trainables.bin`) are refused with what to convert them with (src/homiebot_planner/README.md):
+transformers would read their `model_type: llava` as its own LLaVA with default sub-configs and load random weights.
 """
 
 from __future__ import annotations
@@ -16,10 +21,18 @@ from typing import Any
 
 from homiebot_planner.backends.base import BackendError, ChatMessage, GenerationRequest, PlannerBackend
 from homiebot_planner.backends.constrained import constrained_answer, make_cancel_criteria, sampling_arguments
+from homiebot_planner.backends.fast_decoding import FastDecoding, SamplingRule
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _OBSERVATION_MODES = ("auto", "images", "text")
 ADAPTER_FILE = "adapter_config.json"
+# Marks of the original LLaVA / Video-LLaVA format, which transformers cannot load (see the module docstring).
+ORIGINAL_LLAVA_KEYS = ("mm_image_tower", "mm_video_tower", "mm_vision_tower")
+ORIGINAL_LLAVA_ARCHITECTURES = ("LlavaLlamaForCausalLM", "LlavaMPTForCausalLM")
+ORIGINAL_LLAVA_EXTRAS = "non_lora_trainables.bin"
+CONVERSION_HINT = ("convert it to the transformers Video-LLaVA format (VideoLlavaForConditionalGeneration) with "
+                   "transformers' models/video_llava/convert_video_llava_weights_to_hf.py first; see "
+                   "src/homiebot_planner/README.md, 'HomieBot-7B checkpoints'")
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,9 @@ class HFConfig:
         in_context_example: whether untuned use needs the one-example template by default.
         trust_remote_code: allow model code shipped in the directory (MiniCPM-V and similar).
         name: what StepRecord.planner shows (default "hf:<directory name>").
+        prefix_cache: reuse the key/value cache of the prompt's constant start across steps and re-samples, and
+            decode constrained answers by walking the token trie (fast_decoding.py); text LMs and LLaVA-family
+            VLMs (other models always take the plain path). False: the plain generate() path.
     """
 
     model_path: str
@@ -51,6 +67,7 @@ class HFConfig:
     in_context_example: bool = True
     trust_remote_code: bool = False
     name: str = ""
+    prefix_cache: bool = True
 
     def __post_init__(self) -> None:
         if not self.model_path.strip():
@@ -114,6 +131,31 @@ def _resolve_paths(config: HFConfig) -> tuple[Path, Path | None]:
     return base, path
 
 
+def original_llava_format(directory: Path) -> str:
+    """Why `directory` holds a checkpoint in the original LLaVA / Video-LLaVA format, or "" when it does not."""
+    if (directory / ORIGINAL_LLAVA_EXTRAS).is_file():
+        return f"it holds {ORIGINAL_LLAVA_EXTRAS} (a LoRA checkpoint of the LLaVA training code)"
+    try:
+        data = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    keys = [key for key in ORIGINAL_LLAVA_KEYS if data.get(key)]
+    if keys:
+        return f"its config.json names {keys[0]} (the original LLaVA / Video-LLaVA format)"
+    architectures = [name for name in data.get("architectures") or () if name in ORIGINAL_LLAVA_ARCHITECTURES]
+    if architectures:
+        return f"its config.json names the architecture {architectures[0]} (the original LLaVA code)"
+    return ""
+
+
+def _refuse_original_llava(directory: Path) -> None:
+    reason = original_llava_format(directory)
+    if reason:
+        raise BackendError(f"hf: {directory} cannot be loaded with transformers: {reason}; {CONVERSION_HINT}")
+
+
 def load_local_model(config: HFConfig) -> LoadedModel:
     """Load a model (and adapter) from local directories.
 
@@ -123,12 +165,14 @@ def load_local_model(config: HFConfig) -> LoadedModel:
     import transformers
     from transformers import AutoConfig
 
+    _refuse_original_llava(Path(config.model_path).expanduser())
     base, adapter = _resolve_paths(config)
+    _refuse_original_llava(base)
     options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": config.trust_remote_code,
                                "dtype": _torch_dtype(config.dtype)}
     if config.load_in_4bit:
-        options["quantization_config"] = transformers.BitsAndBytesConfig(load_in_4bit=True,
-                                                                         bnb_4bit_quant_type="nf4")
+        options["quantization_config"] = transformers.BitsAndBytesConfig(  # type: ignore[no-untyped-call]
+            load_in_4bit=True, bnb_4bit_quant_type="nf4")
     if config.device == "auto":
         options["device_map"] = "auto"
     elif config.load_in_4bit:
@@ -142,8 +186,8 @@ def load_local_model(config: HFConfig) -> LoadedModel:
         source = adapter if adapter is not None and _has_tokenizer(adapter) else base
         processor = None
         if multimodal:
-            processor = transformers.AutoProcessor.from_pretrained(source, local_files_only=True,
-                                                                   trust_remote_code=config.trust_remote_code)
+            processor = transformers.AutoProcessor.from_pretrained(  # type: ignore[no-untyped-call]
+                source, local_files_only=True, trust_remote_code=config.trust_remote_code)
             tokenizer = processor.tokenizer
         else:
             tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True,
@@ -220,6 +264,7 @@ class HFBackend(PlannerBackend):
             raise BackendError(f"hf: {config.model_path} is a text-only model; it cannot take images "
                                "(use observation mode 'text' or 'auto')")
         self.default_in_context_example = config.in_context_example
+        self.fast = FastDecoding(self.loaded.model, self.loaded.tokenizer, self.loaded.is_multimodal)
 
     def _encoder(self, messages: tuple[ChatMessage, ...], templated: bool) -> Any:
         loaded = self.loaded
@@ -249,6 +294,11 @@ class HFBackend(PlannerBackend):
         tokenizer = self.loaded.tokenizer
         try:
             with torch.inference_mode():
+                fast = self.config.prefix_cache and self.fast.supported
+                if self.config.constrained and fast:
+                    rule = SamplingRule.for_request(request.temperature, self.loaded.model.generation_config)
+                    return self.fast.constrained_answer(encode, prompt, request.constraints, rule,
+                                                        self.config.analysis_max_tokens, request.cancel)
                 if self.config.constrained:
                     return constrained_answer(self.loaded.model, tokenizer, encode, prompt, request.constraints,
                                               request.temperature, self.config.analysis_max_tokens, request.cancel,
@@ -260,10 +310,13 @@ class HFBackend(PlannerBackend):
                     from transformers import StoppingCriteriaList
 
                     options["stopping_criteria"] = StoppingCriteriaList([make_cancel_criteria(request.cancel)])
-                output = self.loaded.model.generate(**inputs, max_new_tokens=request.max_new_tokens, **options)
+                if fast:
+                    output = self.fast.generate(inputs, max_new_tokens=request.max_new_tokens, **options)
+                else:
+                    output = self.loaded.model.generate(**inputs, max_new_tokens=request.max_new_tokens, **options)
         except (RuntimeError, ValueError, IndexError) as error:
             raise BackendError(f"hf: generation failed: {type(error).__name__}: {error}") from None
-        return tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        return str(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
 
 
 def _to_pil(image: Any) -> Any:

@@ -2,7 +2,9 @@
 SGLang, Ollama, ...).
 
 The API key is read from an environment variable only (OPENAI_API_KEY by default) and never logged or shown in
-errors. The current user turn carries the four views as base64 PNG data-URL parts before its text.
+errors. The current user turn carries the four views as base64 PNG data-URL parts before its text (after it with
+`text_first`, as the release's GPT-4o and Gemini scripts send them). A request
+without a temperature (the release's API setting) sends none, so the server's default applies.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class OpenAIConfig:
         max_retries: retries after a connection error, timeout, rate limit or server error (not after 4xx).
         backoff_s: first retry delay; doubled after every retry.
         send_images: attach the four views (turn off for text-only servers; they then get visible-object names).
+        text_first: put the text part before the image parts, as the release's API scripts do.
     """
 
     model: str
@@ -46,6 +49,7 @@ class OpenAIConfig:
     max_retries: int = 3
     backoff_s: float = 1.0
     send_images: bool = True
+    text_first: bool = False
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -77,15 +81,17 @@ def image_data_url(image: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def to_openai_messages(messages: tuple[ChatMessage, ...], send_images: bool = True) -> list[dict[str, Any]]:
-    """Chat messages in the OpenAI format; a turn with images becomes image_url parts followed by a text part."""
+def to_openai_messages(messages: tuple[ChatMessage, ...], send_images: bool = True,
+                       text_first: bool = False) -> list[dict[str, Any]]:
+    """Chat messages in the OpenAI format; a turn with images becomes image_url parts followed by a text part (the
+    text part first with `text_first`)."""
     converted: list[dict[str, Any]] = []
     for message in messages:
         if message.images and send_images:
             parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": image_data_url(image)}}
                                            for image in message.images]
-            parts.append({"type": "text", "text": message.text})
-            converted.append({"role": message.role, "content": parts})
+            text = {"type": "text", "text": message.text}
+            converted.append({"role": message.role, "content": [text, *parts] if text_first else [*parts, text]})
         else:
             converted.append({"role": message.role, "content": message.text})
     return converted
@@ -125,17 +131,19 @@ class OpenAIBackend(PlannerBackend):
         """
         openai = self._openai
         retryable = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
-        messages = to_openai_messages(request.messages, self.config.send_images)
+        messages = to_openai_messages(request.messages, self.config.send_images, self.config.text_first)
         delay = self.config.backoff_s
         attempt = 0
         while True:
             attempt += 1
             if request.cancel is not None and request.cancel.is_set():
                 raise BackendError("openai: cancelled")
+            sampling: dict[str, Any] = {"max_tokens": request.max_new_tokens}
+            if request.temperature is not None:
+                sampling["temperature"] = request.temperature
             try:
                 response = self._client.chat.completions.create(
-                    model=self.config.model, messages=messages,  # type: ignore[arg-type]
-                    temperature=request.temperature, max_tokens=request.max_new_tokens,
+                    model=self.config.model, messages=messages, **sampling,  # type: ignore[arg-type]
                 )
             except retryable as error:
                 if attempt > self.config.max_retries:

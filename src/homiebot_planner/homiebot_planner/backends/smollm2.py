@@ -39,6 +39,8 @@ class SmolLM2Config:
         analysis_max_tokens: cap on the Analysis in constrained decoding.
         in_context_example: show the one-example template by default (the model is untuned).
         num_threads: torch CPU threads (0 keeps torch's default).
+        prefix_cache: reuse the prompt's constant start and walk the token trie (the fast path, see
+            fast_decoding.py); False: the plain generate() path.
     """
 
     cache_dir: str = ""
@@ -46,6 +48,7 @@ class SmolLM2Config:
     analysis_max_tokens: int = 48
     in_context_example: bool = True
     num_threads: int = 0
+    prefix_cache: bool = True
 
     def __post_init__(self) -> None:
         if self.analysis_max_tokens < 1:
@@ -145,5 +148,5 @@ class SmolLM2Backend(HFBackend):
         super().__init__(HFConfig(model_path=str(directory), device="cpu", dtype="float32",
                                   constrained=config.constrained, analysis_max_tokens=config.analysis_max_tokens,
                                   observation_mode="text", in_context_example=config.in_context_example,
-                                  name="smollm2"))
+                                  name="smollm2", prefix_cache=config.prefix_cache))
         self.smollm2_config = config

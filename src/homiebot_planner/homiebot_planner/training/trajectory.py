@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from emmoe_eval.dataset import task_sort_key
 from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, classify_feedback, parse_subtask
 
 END_ACTION = "End"
@@ -257,8 +258,4 @@ def find_trajectories(data_dir: Path | str, split: str) -> list[Path]:
     files = [path for path in folder.glob("*/info.txt") if path.is_file()]
     if not files:
         raise TrajectoryError(f"{folder}: no <task_id>/info.txt found")
-    return sorted(files, key=lambda path: _task_order(path.parent.name))
-
-
-def _task_order(task_id: str) -> tuple[int, int, str]:
-    return (0, int(task_id), "") if task_id.isdigit() else (1, 0, task_id)
+    return sorted(files, key=lambda path: task_sort_key(path.parent.name))

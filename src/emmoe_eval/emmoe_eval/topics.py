@@ -1,0 +1,48 @@
+"""Every topic, service and action name of the HomieBot stack, in one place (no ROS import: plain strings).
+
+Nodes and clients import their names from here, never from one another.
+"""
+
+from __future__ import annotations
+
+# ---- the benchmark (planner, evaluator, runner) ------------------------------------------------------------------
+RUN_TASK_ACTION = "/emmoe/run_task"  # emmoe_interfaces/action/RunTask, served by the planner
+STEPS_TOPIC = "/emmoe/steps"  # emmoe_interfaces/msg/StepRecord, published by the planner
+SCORES_TOPIC = "/emmoe/run_scores"  # one score per finished run, published by the evaluator
+EVALUATOR_NODE = "emmoe_evaluator"
+FINISH_RUNS_SERVICE = f"/{EVALUATOR_NODE}/finish_runs"  # std_srvs/srv/Trigger (the node's private `~/finish_runs`)
+
+# ---- the executor and the error-detection monitor ---------------------------------------------------------------
+SUBTASK_ACTION = "/subtask"  # emmoe_interfaces/action/ExecuteSubtask, served by the executor
+SUBTASK_STATUS_TOPIC = f"{SUBTASK_ACTION}/_action/status"  # the action's standard goal status topic
+SUBTASK_FEEDBACK_TOPIC = f"{SUBTASK_ACTION}/_action/feedback"  # the action's standard feedback topic
+CHECK_SUBTASK_SERVICE = "/emmoe/check_subtask"  # emmoe_interfaces/srv/CheckSubtask, served by the monitor
+ERRORS_TOPIC = "/emmoe/errors"  # emmoe_interfaces/msg/ExecutionError
+
+# ---- the skill servers ------------------------------------------------------------------------------------------
+SKILLS_NAMESPACE = "/skills"
+
+
+def skill_action(server: str, kind: str) -> str:
+    """`/skills/<server>/<kind>`; kind is "navigate" (Navigate) or "manipulate" (Manipulate)."""
+    if kind not in ("navigate", "manipulate"):
+        raise ValueError(f"skill action kind must be navigate or manipulate, got {kind!r}")
+    return f"{SKILLS_NAMESPACE}/{server}/{kind}"
+
+
+# ---- the simulator bridge ---------------------------------------------------------------------------------------
+RESET_EPISODE_SERVICE = "/sim/reset_episode"  # emmoe_interfaces/srv/ResetEpisode
+GET_OBSERVATION_SERVICE = "/sim/get_observation"  # emmoe_interfaces/srv/GetObservation
+QUERY_SCENE_SERVICE = "/sim/query_scene"  # emmoe_interfaces/srv/QueryScene
+ODOM_TOPIC = "/odom"  # nav_msgs/Odometry
+JOINT_STATES_TOPIC = "/joint_states"  # sensor_msgs/JointState
+CLOCK_TOPIC = "/clock"  # rosgraph_msgs/Clock (simulated time)
+CMD_VEL_TOPIC = "/cmd_vel"  # geometry_msgs/Twist
+# Video streams (sensor_msgs/Image rgb8), published only while someone subscribes; recorded by the evaluator.
+HEAD_VIDEO_TOPIC = "/sim/head_front/image_raw"  # the head camera's front view
+THIRD_PERSON_VIDEO_TOPIC = "/sim/third_person/image_raw"  # a view of the robot from behind and above
+
+
+def camera_topic(view: str, depth: bool = False) -> str:
+    """`/head_camera/<view>/image_raw` (rgb8), or `/head_camera/<view>/depth/image_raw` (32FC1 metres)."""
+    return f"/head_camera/{view}/depth/image_raw" if depth else f"/head_camera/{view}/image_raw"

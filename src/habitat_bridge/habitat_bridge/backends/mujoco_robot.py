@@ -1,0 +1,184 @@
+"""The MuJoCo backend's physics stepping, grasp (a weld to the gripper) and camera views, as functions of the model
+index."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import mujoco
+import numpy as np
+from emmoe_eval.robot.state import VIEWS, BackendError, Observation
+
+from habitat_bridge.backends import fetch_model, mjcf_builder
+from habitat_bridge.backends.mujoco_index import Instance, ModelIndex
+from habitat_bridge.backends.rendering import MultiViewRenderer
+
+# How far (m or rad) the base actuators' integrated targets may lead the real base pose beyond the tracking lag.
+_WINDUP = 0.01
+
+
+def run_physics(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, command: tuple[float, float],
+                seconds: float, held_body: int) -> float:
+    """Step `seconds` of physics with the base driven at (forward, turn); returns the largest contact force on the
+    robot body seen (the held object's contacts excluded).
+
+    Raises:
+        BackendError: MuJoCo failed or the state diverged.
+    """
+    steps = int(round(seconds / model.opt.timestep))
+    forward, turn = command
+    yaw_address = index.base_qpos[2]
+    activations = [int(model.actuator_actadr[actuator]) for actuator in index.base_actuators]
+    peak = 0.0
+    try:
+        for _ in range(steps):
+            yaw = data.qpos[yaw_address]
+            commands = (forward * math.cos(yaw), forward * math.sin(yaw), turn)
+            for actuator, value in zip(index.base_actuators, commands):
+                data.ctrl[actuator] = value
+            mujoco.mj_step(model, data)
+            # Anti-windup: the integrated target may lead the real pose only by the lag that tracking the
+            # command needs, so a blocked base does not build up a spring that later yanks it.
+            for address, activation, lag, value in zip(index.base_qpos, activations, index.base_lag, commands):
+                window = 1.5 * lag * abs(value) + _WINDUP
+                data.act[activation] = min(max(data.act[activation], data.qpos[address] - window),
+                                           data.qpos[address] + window)
+            if data.ncon:
+                peak = max(peak, _robot_contact_force(model, data, index, held_body))
+        # Positions, cameras and contacts computed for the state the steps ended in (queries and renders).
+        mujoco.mj_forward(model, data)
+    except mujoco.FatalError as error:
+        raise BackendError(f"MuJoCo failed while stepping: {error}") from None
+    if not np.all(np.isfinite(data.qpos)):
+        raise BackendError("the simulation diverged (non-finite state); reset the episode")
+    return peak
+
+
+def _robot_contact_force(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, held_body: int) -> float:
+    geoms = data.contact.geom[: data.ncon]
+    touching = index.robot_geoms[geoms[:, 0]] ^ index.robot_geoms[geoms[:, 1]]
+    if not touching.any():
+        return 0.0
+    largest = 0.0
+    wrench = np.zeros(6)
+    for contact in np.nonzero(touching)[0]:
+        if held_body >= 0 and held_body in (model.geom_bodyid[geoms[contact, 0]], model.geom_bodyid[geoms[contact, 1]]):
+            continue
+        mujoco.mj_contactForce(model, data, int(contact), wrench)
+        largest = max(largest, float(abs(wrench[0])))
+    return largest
+
+
+def carry(model: mujoco.MjModel, data: mujoco.MjData, held: str, before: tuple[np.ndarray, np.ndarray],
+          old_base: tuple[float, float, float], new_base: tuple[float, float, float]) -> None:
+    """Move the held object (at `before`: position, quaternion) rigidly with a base teleported from `old_base` to
+    `new_base` (x, y, yaw)."""
+    old_x, old_y, old_yaw = old_base
+    x, y, yaw = new_base
+    turn = yaw - old_yaw
+    c, s = math.cos(turn), math.sin(turn)
+    dx, dy = before[0][0] - old_x, before[0][1] - old_y
+    joint = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, mjcf_builder.object_body(held))
+    address = model.jnt_qposadr[joint]
+    data.qpos[address: address + 3] = (x + c * dx - s * dy, y + s * dx + c * dy, before[0][2])
+    rotation = np.array([math.cos(turn / 2), 0.0, 0.0, math.sin(turn / 2)])
+    quaternion = np.zeros(4)
+    mujoco.mju_mulQuat(quaternion, rotation, before[1])
+    data.qpos[address + 3: address + 7] = quaternion
+
+
+def nearest_object(index: ModelIndex, data: mujoco.MjData, max_distance: float) -> Instance | None:
+    """The object whose box lies nearest the grasp point, if within `max_distance` metres."""
+    grip = data.site_xpos[index.grip_site]
+    best, best_distance = None, max_distance
+    for item in index.instances:
+        if item.kind != "object":
+            continue
+        rotation = data.xmat[item.body].reshape(3, 3)
+        local = rotation.T @ (grip - data.xpos[item.body])
+        half = np.asarray(item.size) / 2
+        distance = float(np.linalg.norm(local - np.clip(local, -half, half)))
+        if distance <= best_distance:
+            best, best_distance = item, distance
+    return best
+
+
+def weld(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, item: Instance) -> None:
+    """Weld `item` to the gripper where it is now; it stops colliding with the robot and the fingers close onto it.
+
+    Raises:
+        BackendError: the scene has no grasp constraint (no objects).
+    """
+    if index.grasp_equality < 0:
+        raise BackendError("this scene has no grasp constraint (it has no objects)")
+    gripper = index.gripper_body
+    inverse = np.zeros(4)
+    mujoco.mju_negQuat(inverse, data.xquat[gripper])
+    relative_position = np.zeros(3)
+    mujoco.mju_rotVecQuat(relative_position, data.xpos[item.body] - data.xpos[gripper], inverse)
+    relative_orientation = np.zeros(4)
+    mujoco.mju_mulQuat(relative_orientation, inverse, data.xquat[item.body])
+    model.eq_obj2id[index.grasp_equality] = item.body
+    model.eq_data[index.grasp_equality, 0:3] = 0.0
+    model.eq_data[index.grasp_equality, 3:6] = relative_position
+    model.eq_data[index.grasp_equality, 6:10] = relative_orientation
+    model.eq_data[index.grasp_equality, 10] = 1.0
+    data.eq_active[index.grasp_equality] = 1
+    # The held object no longer collides with the robot; the fingers close onto its width.
+    object_geoms = model.geom_bodyid == item.body
+    model.geom_conaffinity[object_geoms] = index.object_conaffinity[object_geoms] & ~fetch_model.ROBOT_BIT
+    finger = max(0.0, min(fetch_model.FINGER_OPEN, min(item.size[0], item.size[1]) / 2 - 0.001))
+    for actuator in index.finger_actuators:
+        data.ctrl[actuator] = finger
+    mujoco.mj_forward(model, data)
+
+
+def release(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, held_body: int) -> None:
+    """Open the fingers and drop the weld of the object with body `held_body` (-1: the hand was empty)."""
+    for actuator in index.finger_actuators:
+        data.ctrl[actuator] = fetch_model.FINGER_OPEN
+    if held_body >= 0:
+        data.eq_active[index.grasp_equality] = 0
+        model.geom_conaffinity[:] = index.object_conaffinity
+        # Held still, the object counts as ready to sleep; wake it fully so that it falls instead of hanging.
+        data.tree_asleep[int(model.body_treeid[held_body])] = -(1 + mujoco.mjMINAWAKE)
+
+
+def render_views(renderer: MultiViewRenderer, data: mujoco.MjData, index: ModelIndex, views: Sequence[str],
+                 depth: bool, segmentation: bool, held: str | None, min_pixels: int,
+                 distance_of: Callable[[Instance], float]) -> Observation:
+    """Render known `views` (RGB, optionally depth and instance segmentation with the visible instances, nearest
+    first by `distance_of`, seen with at least `min_pixels` pixels)."""
+    observation = Observation(time=float(data.time), rgb={}, held_object=held,
+                              instance_names=tuple(item.name for item in index.instances),
+                              instance_canonicals=tuple(item.canonical for item in index.instances))
+    head = [view for view in views if view in VIEWS]
+    third = [view for view in views if view not in VIEWS]
+    # Head views: inside the walls, without the robot body behind and below the cameras. Third-person views: a
+    # cut-away without walls and ceiling, so the robot is always in sight.
+    batches = ((head, (fetch_model.BODY_GROUP,), False), (third, (mjcf_builder.WALL_GROUP,), True))
+    for batch, hidden, skybox in batches:
+        for start in range(0, len(batch), 4):
+            chunk = batch[start: start + 4]
+            images = renderer.render(data, [index.cameras[view] for view in chunk], depth=depth,
+                                     segmentation=segmentation, hidden_groups=hidden, skybox=skybox)
+            for view, image in zip(chunk, images):
+                observation.rgb[view] = image.rgb
+                if image.depth is not None:
+                    observation.depth[view] = image.depth
+                if image.segmentation is not None:
+                    instance_ids = np.where(image.segmentation >= 0,
+                                            index.geom_instance[np.maximum(image.segmentation, 0)], -1)
+                    observation.segmentation[view] = instance_ids.astype(np.int32)
+                    observation.visible[view] = _visible(index, instance_ids, min_pixels, distance_of)
+    return observation
+
+
+def _visible(index: ModelIndex, instance_ids: np.ndarray, min_pixels: int,
+             distance_of: Callable[[Instance], float]) -> tuple[str, ...]:
+    seen_ids = index.visible_owner[instance_ids[instance_ids >= 0].ravel()]
+    counts = np.bincount(seen_ids, minlength=len(index.instances))
+    seen = [index.instances[number] for number in np.nonzero(counts >= min_pixels)[0]]
+    seen.sort(key=distance_of)
+    return tuple(item.name for item in seen)

@@ -1,0 +1,191 @@
+"""The simulation stack in one process: a simulator backend (MuJoCo by default, `--backend habitat`), the
+habitat_bridge node and the five skill servers.
+
+It lives in the bringup package because it composes two packages that do not know each other: habitat_bridge (the
+backend and bridge node) and homiebot_executor (the skill servers, which drive the backend only through the
+robot/skill interface of emmoe_eval.robot).
+
+Standard ROS 2 composition: several nodes, one MultiThreadedExecutor, one process, so the privileged (M3) skills
+call the backend object directly while every interface stays a real ROS one (/sim/* services from the bridge,
+/skills/<server>/navigate|manipulate actions). The skills use the bridge's public in-process access
+(habitat_bridge.bridge_node): every skill runs inside `bridge.paused()` (the free-running simulation stops while the
+skill steps the simulator in simulated time) and holds `bridge.exclusive()` around each backend call, so the bridge
+serves /sim/query_scene (the monitor's watch) and observations between control steps.
+
+Each server runs the privileged policy (the benchmark's background-information setting) unless `--remote
+SERVER=URL` points it at a policy server speaking homiebot-policy/1. An optional seeded failure model makes attempts
+fail with given probabilities (`--fail navigate=0.3,pick=0.5`, or `--fail table4` for the paper's Table 4 rates).
+
+    python -m homiebot.sim_stack --seed 3            # generated apartment, seed 3
+    python -m homiebot.sim_stack --scene my_scene.json --fail table4 --fail-seed 7
+    sim_stack --ros-args --params-file emmoe_sim.yaml         # the same options as parameters of node `sim_stack`
+Every option is also a ROS parameter of the `sim_stack` node (a flag given on the command line wins); the bridge
+node reads its other parameters (image_size, publish_depth, cmd_vel_timeout) from the parameter file as usual.
+Prints "homiebot sim stack ready" once everything serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from homiebot_executor.failure_model import (
+    TABLE4_SUCCESS_RATES,
+    FailureConfig,
+    FailureModel,
+    from_subtask_success_rates,
+)
+from homiebot_executor.remote.client import ClientConfig, PolicyClient
+from homiebot_executor.routing import SERVER_OF_MODEL, SERVERS
+from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
+from rclpy.parameter import Parameter
+
+READY_LINE = "homiebot sim stack ready"
+MODEL_OF_SERVER = {server: model for model, server in SERVER_OF_MODEL.items()}
+
+
+def parse_failures(text: str, attempts: int = 3) -> dict[str, float]:
+    """"navigate=0.3,pick=0.5" or "table4" -> per-attempt failure probabilities.
+
+    Raises:
+        ValueError: a malformed entry.
+    """
+    if not text:
+        return {}
+    if text.strip() == "table4":
+        return from_subtask_success_rates(TABLE4_SUCCESS_RATES, attempts)
+    probabilities = {}
+    for entry in text.split(","):
+        skill, _, value = entry.partition("=")
+        try:
+            probabilities[skill.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--fail: expected skill=probability, got {entry!r}") from None
+    return probabilities
+
+
+def parse_remotes(entries: list[str]) -> dict[str, str]:
+    """["rt1x=http://127.0.0.1:8000", ...] -> {server: url}.
+
+    Raises:
+        ValueError: an unknown server or a missing URL.
+    """
+    remotes = {}
+    for entry in entries:
+        server, _, url = entry.partition("=")
+        if server not in SERVERS or server == "m3" or not url:
+            raise ValueError(f"--remote: expected SERVER=URL with SERVER one of nomad, pixnav, rt1x, octo; got "
+                             f"{entry!r}")
+        remotes[server] = url
+    return remotes
+
+
+# Options of the stack: command-line flag, ROS parameter of the `sim_stack` node (bringup YAML), default.
+OPTIONS: dict[str, tuple[str, object, str]] = {
+    "backend": ("--backend", "mujoco", "simulator backend: mujoco, habitat or auto (habitat when it imports)"),
+    "scene": ("--scene", "", "scene spec file (JSON/YAML) or official EMMOE scene.json"),
+    "seed": ("--seed", 0, "seed of the generated apartment (without a scene) or the compact kitchen"),
+    "compact": ("--compact", False, "the small test kitchen instead of the apartment"),
+    "fail": ("--fail", "", "failure model: skill=p,... or table4"),
+    "fail_seed": ("--fail-seed", 0, "seed of the failure model"),
+    "put_drop": ("--put-drop", 0.0, "probability that a failing Put drops the object"),
+    "remote": ("--remote", [""], "SERVER=URL: run SERVER (nomad, pixnav, rt1x, octo) on a homiebot-policy/1 server"),
+    "remote_timeout": ("--remote-timeout", 5.0, "seconds per policy request"),
+    "rate_hz": ("--rate-hz", 50.0, "bridge control rate"),
+    "camera_rate_hz": ("--camera-rate-hz", 2.0, "bridge camera publishing rate"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line options of the stack (each also a ROS parameter of the `sim_stack` node)."""
+    parser = argparse.ArgumentParser(prog="sim_stack", description=__doc__.split("\n")[0])
+    for name, (flag, default, text) in OPTIONS.items():
+        if isinstance(default, bool):
+            parser.add_argument(flag, action="store_const", const=True, default=None, help=text)
+        elif isinstance(default, list):
+            parser.add_argument(flag, action="append", default=None, metavar="SERVER=URL", help=text)
+        else:
+            parser.add_argument(flag, type=type(default), default=None, help=text)
+    return parser
+
+
+def resolve_options(cli: argparse.Namespace, parameters: Any) -> dict[str, Any]:
+    """Command-line values where given, else the `sim_stack` node's ROS parameters (defaults included)."""
+    values = {}
+    for name, (_, default, _) in OPTIONS.items():
+        given = getattr(cli, name)
+        if given is not None:
+            values[name] = given
+        else:
+            parameter = parameters.get_parameter(name).value
+            values[name] = [item for item in parameter if item] if isinstance(default, list) else parameter
+    return values
+
+
+def build_nodes(options: dict[str, Any], scene_path: str) -> list[Any]:
+    """The bridge node and one skill server per model, sharing the bridge's backend (see the module docstring)."""
+    from habitat_bridge.backends import create_backend, resolve_backend_name
+    from habitat_bridge.bridge_node import BridgeNode
+    from homiebot_executor.policies.m3 import PrivilegedSkills
+    from homiebot_executor.policies.remote import RemotePolicy
+
+    failures = FailureConfig(parse_failures(options["fail"]), options["put_drop"], options["fail_seed"])
+    remotes = parse_remotes(options["remote"])
+    backend_name = resolve_backend_name(options["backend"])
+    bridge = BridgeNode(backend=create_backend(backend_name), parameter_overrides=[
+        Parameter("backend", value=backend_name), Parameter("scene_path", value=scene_path),
+        Parameter("seed", value=-1 if scene_path else options["seed"]),
+        Parameter("rate_hz", value=float(options["rate_hz"])),
+        Parameter("camera_rate_hz", value=float(options["camera_rate_hz"]))])
+    nodes: list[Any] = [bridge]
+    lock = bridge.exclusive()
+    failure_model = FailureModel(failures) if failures.enabled else None
+    privileged = PrivilegedSkills(bridge.backend, failure_model=failure_model, lock=lock)
+    claim = RobotClaim(bridge.paused)
+    for server in SERVERS:
+        policy: Any = privileged
+        if server in remotes:
+            client = PolicyClient(ClientConfig(remotes[server], float(options["remote_timeout"])))
+            policy = RemotePolicy(bridge.backend, client, MODEL_OF_SERVER[server], lock=lock)
+        nodes.append(SkillServerNode(server, policy, claim))
+    bridge.get_logger().info(f"skill servers: {', '.join(SERVERS)}; failure model "
+                             f"{dict(failures.probabilities) if failures.enabled else 'off'}; remote "
+                             f"{remotes or 'none'}")
+    return nodes
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the stack until interrupted (ROS arguments such as --ros-args --params-file are honoured)."""
+    from emmoe_eval.ros_helpers import declare_parameters, spin_node
+    from rclpy.node import Node
+    from rclpy.utilities import remove_ros_args
+
+    arguments = ["sim_stack", *(sys.argv[1:] if argv is None else argv)]
+    cli = build_parser().parse_args(remove_ros_args(arguments)[1:])
+    temporary: list[tempfile.TemporaryDirectory[str]] = []
+
+    def nodes() -> list[Any]:
+        settings = Node("sim_stack")
+        declare_parameters(settings, {name: default for name, (_, default, _) in OPTIONS.items()})
+        options = resolve_options(cli, settings)
+        scene_path = options["scene"]
+        if options["compact"] and not scene_path:
+            from habitat_bridge.apartment import compact_room
+            from habitat_bridge.scene_spec import save_scene_spec
+
+            temporary.append(tempfile.TemporaryDirectory(prefix="homiebot_scene_"))
+            scene_path = str(save_scene_spec(compact_room(options["seed"]), Path(temporary[0].name) / "compact.json"))
+        return [settings, *build_nodes(options, scene_path)]
+
+    def cleanup() -> None:
+        for folder in temporary:
+            folder.cleanup()
+
+    return spin_node(nodes, arguments, num_threads=6, name="sim_stack", ready_line=READY_LINE, on_shutdown=cleanup)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""`homiebot collect` without a stack: a recorded run becomes an official-layout task, and every step whose outcome
+differs from its design is reported; `homiebot tasks build --variants` keeps test tasks out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from emmoe_eval.dataset import read_info, read_task
+from emmoe_eval.runs import Step, write_trajectory
+
+from homiebot.cli import main
+from homiebot.collect import CollectConfig, CollectError, compare, selected_tasks, write_collected
+
+ROOT = Path(__file__).resolve().parents[3]
+PIXEL = bytes.fromhex("89504e470d0a1a0a")  # any bytes: collect copies the images, it does not read them
+
+
+def _recorded_run(run_dir: Path, task, wrong_step: int | None = None) -> None:
+    """A run folder as the evaluator writes it, replaying the task's info.txt (one step's feedback changed)."""
+    run_dir.mkdir(parents=True)
+    steps, held = [], []
+    for block in task.info.blocks:
+        feedback = "Unable to pick, the target is far away" if block.index == wrong_step else block.feedback
+        if block.succeeded and block.subtask.action == "Pick":
+            held.append(block.subtask.target)
+        steps.append(Step(step=block.index, action=block.subtask.action, target=block.subtask.target,
+                          place=block.subtask.place, model=block.model, success=feedback == "None",
+                          feedback=feedback, inventory=tuple(block.inventory.split()) if block.inventory != "None"
+                          else ()))
+        for view in ("front", "left", "back", "right"):
+            (run_dir / f"subtask{block.index}_{view}.png").write_bytes(PIXEL)
+    write_trajectory(run_dir / "trajectory.jsonl", steps)
+
+
+def test_a_run_as_designed_is_written_in_the_official_layout(tmp_path):
+    task = read_task(ROOT / "data" / "test" / "100", "test")
+    _recorded_run(tmp_path / "runs" / "100" / "1", task)
+    differences = write_collected(task, tmp_path / "runs" / "100" / "1", tmp_path / "out")
+    assert differences == []
+    written = tmp_path / "out" / "test" / "100"
+    assert read_info(written / "info.txt") == task.info
+    assert (written / "keypath.json").read_text() == (task.directory / "keypath.json").read_text()
+    assert len(list(written.glob("subtask*_*.png"))) == 4 * len(task.info.blocks)
+
+
+def test_a_step_that_differs_from_its_design_is_reported(tmp_path):
+    task = read_task(ROOT / "data" / "test" / "100", "test")
+    _recorded_run(tmp_path / "run", task, wrong_step=2)
+    differences = write_collected(task, tmp_path / "run", tmp_path / "out")
+    assert [(item.task_id, item.index) for item in differences] == [("100", 2)]
+    assert "far away" in differences[0].got
+    assert read_info(tmp_path / "out" / "test" / "100" / "info.txt").blocks[1].feedback == \
+        "Unable to pick, the target is far away"
+    missing = compare("100", task.info, [])
+    assert len(missing) == len(task.info.blocks) and missing[0].got == "not executed"
+
+
+def test_selection_and_settings_are_checked():
+    assert sorted(selected_tasks(CollectConfig(tasks="test")), key=int) == [str(i) for i in range(91, 101)]
+    with pytest.raises(CollectError, match="unknown task id"):
+        selected_tasks(CollectConfig(tasks="91,nine"))
+    with pytest.raises(ValueError, match="--out must differ from --data"):
+        CollectConfig(out=Path("data"))
+
+
+def test_build_variants_from_the_command_line_never_touches_test_tasks(tmp_path, capsys):
+    assert main(["tasks", "build", "--data", str(tmp_path), "--tasks", "91,4", "--variants", "1"]) == 2
+    assert "test tasks never get variants" in capsys.readouterr().err
+    assert main(["tasks", "build", "--data", str(tmp_path), "--split", "train", "--tasks", "4", "--variants", "2",
+                 "--seed", "5"]) == 0
+    assert sorted(path.name for path in (tmp_path / "train").iterdir()) == ["4", "4_v1", "4_v2"]
+    assert not (tmp_path / "test").exists()

@@ -1,0 +1,61 @@
+"""The simulation stack (MuJoCo + bridge + skill servers) in a child process, the executor node here."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("mujoco")
+
+from homiebot_executor.executor_node import ExecutorNode  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+
+def test_subtasks_run_on_the_simulated_robot(ros_context, ros_process):
+    from emmoe_interfaces.action import ExecuteSubtask
+    from emmoe_interfaces.msg import Subtask
+    from rclpy.action import ActionClient
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+
+    ros_process("-m", "homiebot.sim_stack", "--compact", "--rate-hz", "20", "--camera-rate-hz", "0",
+                ready="homiebot sim stack ready", timeout=60)
+    executor_node = ExecutorNode(context=ros_context)
+    client_node = Node("stack_client", context=ros_context)
+    spinner = MultiThreadedExecutor(num_threads=4, context=ros_context)
+    spinner.add_node(executor_node)
+    spinner.add_node(client_node)
+    thread = threading.Thread(target=spinner.spin, daemon=True)
+    thread.start()
+    client = ActionClient(client_node, ExecuteSubtask, "/subtask")
+    try:
+        assert client.wait_for_server(timeout_sec=20)
+        inventory: list[str] = []
+        results = []
+        for action, target, place, model in (("Go to", "cracker_box", "", "PixNav"), ("Pick", "cracker_box", "", "RT-1-X"),
+                                             ("Open", "fridge", "", "octo"), ("Go to", "brown_table", "", "NoMaD"),
+                                             ("Put", "cracker_box", "brown_table", "RT-1-X")):
+            goal = ExecuteSubtask.Goal(subtask=Subtask(action=action, target=target, place=place, model=model),
+                                       inventory=inventory)
+            done = threading.Event()
+            future = client.send_goal_async(goal)
+            future.add_done_callback(lambda _: done.set())
+            assert done.wait(20)
+            result_future = future.result().get_result_async()
+            done.clear()
+            result_future.add_done_callback(lambda _: done.set())
+            assert done.wait(120), f"no result for {action} {target}"
+            result = result_future.result().result
+            results.append((action, result.success, result.error_type, result.feedback, list(result.inventory)))
+            inventory = list(result.inventory)
+        assert results == [
+            ("Go to", True, "", "None", []), ("Pick", True, "", "None", ["cracker_box"]),
+            ("Open", False, "L1", "Unable to open, the hand is full", ["cracker_box"]),
+            ("Go to", True, "", "None", ["cracker_box"]), ("Put", True, "", "None", [])]
+    finally:
+        client.destroy()
+        spinner.shutdown()
+        executor_node.destroy_node()
+        client_node.destroy_node()

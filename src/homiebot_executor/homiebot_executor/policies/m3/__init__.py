@@ -1,0 +1,32 @@
+"""M3, the privileged skills ("with background information"), on the robot/skill interface (emmoe_eval.robot).
+
+Every attempt starts with the arm reset (fingers opened unless holding, torso lowered, arm tucked; not counted in the
+step budget), then:
+
+- navigate: plan on the backend's occupancy grid (walls, furniture, doors and drawers at their current position,
+  a door as its panel), inflated by the robot's radius; pick a standing spot (an object: the reachable cell nearest
+  it, in front of its receptacle when that has a front; furniture: nearest its front face, or its footprint for tables
+  and chairs; a door or drawer: in front of its handle; a room: nearest its centre); follow the shortened path with the
+  base controller and turn to face the target. Success (release rule): the base ends within 0.65 m of the spot and
+  the contact force stayed under 5 N.
+- pick: move the base within arm's reach if needed, solve the arm with mink for a top-down grasp (a level one for
+  objects on fridge or cabinet shelves, with tilted ones in between), approach from 10 cm, weld-grasp, lift, tuck.
+  Success: the right object is held and was not dropped.
+- put: choose a free spot on a support region of the receptacle (inside a fridge or a drawer only when it is open),
+  carry the object over it, release, let it settle. Success: the object rests within 0.5 m of that region.
+- open / close: stand in front of the handle, reach it, retract, step out of the door's swing or the drawer's
+  travel, drive the joint past its open threshold (or back to closed). Success: the joint is past the threshold.
+
+One control step is `control_period` seconds of simulated time; step budgets count control steps (500 for
+navigation, 200 for the others). Physics runs in simulated time: the skills step the backend themselves. Every
+backend call holds `lock`, so a bridge node sharing the backend can serve observations between control steps.
+
+The skills drive an emmoe_eval.robot.interface.SimulatedRobot (a Robot plus a PrivilegedScene), so any backend that
+implements it runs them. Modules: context (settings, attempt, stepping), arm (routing, IK moves), navigate
+(standing spots, driving), pick, place, articulate (open/close), skills (PrivilegedSkills: one attempt).
+"""
+
+from homiebot_executor.policies.m3.context import PrivilegedConfig
+from homiebot_executor.policies.m3.skills import PrivilegedSkills
+
+__all__ = ["PrivilegedConfig", "PrivilegedSkills"]

@@ -1,0 +1,179 @@
+"""Navigation for the M3 skills: standing-spot search on the occupancy grid, driving the path, repositioning.
+
+A standing spot is the reachable cell of least cost: for an object, the cell nearest it, in front of its receptacle
+when that has a front; for furniture, nearest its front face, or its footprint for tables and chairs; for a door or
+drawer, in front of its handle; for a room, nearest its centre.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from emmoe_eval.robot.layout import FurnitureLayout
+
+from homiebot_executor.policies.m3.context import Area, SkillContext, Stop
+from homiebot_executor.policies.navigation import BaseController, GeodesicField, GridPlanner, wrap_angle
+from homiebot_executor.skills import SkillGoal, SkillStatus
+
+# Furniture models approached from their front face (doors, drawers, seats, open shelves face one way).
+FRONT_MODELS: tuple[str, ...] = ("counter", "fridge", "cabinet", "shelf", "sofa", "tv_stand", "desk", "tv")
+
+
+def planner(ctx: SkillContext) -> GridPlanner:
+    """A planner on the current occupancy grid, inflated by the robot's radius and the clearance."""
+    with ctx.lock:
+        grid = ctx.backend.occupancy_grid(ctx.config.grid_resolution)
+    return GridPlanner(grid, ctx.config.robot_radius + ctx.config.clearance)
+
+
+def cells(grid_planner: GridPlanner) -> tuple[np.ndarray, np.ndarray]:
+    """World x and y of every cell centre."""
+    grid = grid_planner.grid
+    rows, columns = grid.shape
+    return np.meshgrid(grid.origin[0] + (np.arange(columns) + 0.5) * grid.resolution,
+                       grid.origin[1] + (np.arange(rows) + 0.5) * grid.resolution)
+
+
+def best_cell(field_: GeodesicField, cost: np.ndarray) -> tuple[int, int] | None:
+    """Reachable cell of least cost (ties: the shorter drive)."""
+    total = np.where(field_.reachable(), cost + 0.05 * field_.distances, np.inf)
+    if not np.isfinite(total).any():
+        return None
+    row, column = np.unravel_index(int(np.argmin(total)), total.shape)
+    return int(column), int(row)
+
+
+def to_local(piece: FurnitureLayout, gx: np.ndarray, gy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World points in the piece's local frame (x along its length, -y out of its front)."""
+    c, s = math.cos(piece.yaw), math.sin(piece.yaw)
+    return c * (gx - piece.x) + s * (gy - piece.y), -s * (gx - piece.x) + c * (gy - piece.y)
+
+
+def front_penalty(piece: FurnitureLayout | None, gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
+    """Extra cost of standing beside or behind furniture that is used from its front."""
+    if piece is None or piece.model not in FRONT_MODELS:
+        return np.zeros_like(gx)
+    u, v = to_local(piece, gx, gy)
+    behind = np.maximum(v + piece.size[1] / 2, 0.0)
+    beside = np.maximum(np.abs(u) - piece.size[0] / 2 + 0.1, 0.0)
+    penalty: np.ndarray = 3.0 * behind + 2.0 * beside
+    return penalty
+
+
+def spot_cost(ctx: SkillContext, target: str,
+              grid_planner: GridPlanner) -> tuple[np.ndarray, tuple[float, float] | None]:
+    """Per-cell cost of standing there for `target`, and the point to face."""
+    layout = ctx.layout()
+    gx, gy = cells(grid_planner)
+    owner = layout.owner_of(target)
+    if owner is not None:
+        handle = ctx.container(target).handle
+        point = (handle[0], handle[1])
+        return np.hypot(gx - point[0], gy - point[1]) + front_penalty(owner, gx, gy), point
+    piece = layout.piece(target)
+    if piece is not None:
+        if piece.model in FRONT_MODELS:
+            c, s = math.cos(piece.yaw), math.sin(piece.yaw)
+            point = (piece.x + s * piece.size[1] / 2, piece.y - c * piece.size[1] / 2)
+            return np.hypot(gx - point[0], gy - point[1]) + front_penalty(piece, gx, gy), point
+        u, v = to_local(piece, gx, gy)
+        footprint = np.hypot(np.maximum(np.abs(u) - piece.size[0] / 2, 0.0),
+                             np.maximum(np.abs(v) - piece.size[1] / 2, 0.0))
+        return footprint, (piece.x, piece.y)
+    state = ctx.instance(target)
+    point = (state.pose.position[0], state.pose.position[1])
+    distance = np.hypot(gx - point[0], gy - point[1])
+    if state.kind == "room":
+        return distance, None
+    return distance + front_penalty(ctx.furniture_of(target), gx, gy), point
+
+
+def navigate(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
+    """Plan, pick a standing spot, drive there and face the target. Success (release rule): the base ends within
+    nav_success_distance of the spot and the contact force stayed under the limit."""
+    ctx.phase("plan")
+    x, y, _ = ctx.base()
+    grid_planner = planner(ctx)
+    field_ = grid_planner.geodesic_from(x, y)
+    if field_ is None:
+        return SkillStatus.NO_PATH, "the robot is boxed in: no free cell around the base"
+    cost, face = spot_cost(ctx, goal.target, grid_planner)
+    spot = best_cell(field_, cost)
+    if spot is None:
+        return SkillStatus.NO_PATH, f"no reachable standing spot near {goal.target}"
+    spot_xy = grid_planner.grid.center_of(*spot)
+    drive(ctx, grid_planner, field_, spot, face)
+    bx, by, _ = ctx.base()
+    distance = math.dist((bx, by), spot_xy)
+    attempt = ctx.attempt
+    if attempt is not None:
+        attempt.distance = distance
+        contact = next((item for item in attempt.watcher.incidents if item.kind == "contact"), None)
+        if contact is not None:
+            return SkillStatus.COLLISION, contact.detail
+    if distance >= ctx.config.nav_success_distance:
+        return SkillStatus.TIMEOUT, f"ended {distance:.2f} m from the standing spot"
+    return SkillStatus.SUCCEEDED, ""
+
+
+def drive(ctx: SkillContext, grid_planner: GridPlanner, field_: GeodesicField, spot: tuple[int, int],
+          face: tuple[float, float] | None) -> None:
+    """Follow the path to `spot`, then turn towards `face`."""
+    x, y, _ = ctx.base()
+    waypoints = grid_planner.path(field_, spot, (x, y))
+    if not waypoints:
+        raise Stop(SkillStatus.NO_PATH, "no path to the standing spot")
+    goal_xy = waypoints[-1]
+    final_yaw = None if face is None else math.atan2(face[1] - goal_xy[1], face[0] - goal_xy[0])
+    controller = BaseController(waypoints, final_yaw, ctx.config.controller)
+    ctx.phase("drive")
+    while True:
+        bx, by, yaw = ctx.base()
+        if ctx.attempt is not None:
+            ctx.attempt.distance = math.dist((bx, by), goal_xy)
+        command = controller.command(bx, by, yaw)
+        if command is None:
+            break
+        with ctx.lock:
+            ctx.backend.set_base_velocity(*command)
+        ctx.tick()
+    with ctx.lock:
+        ctx.backend.set_base_velocity(0.0, 0.0)
+    ctx.tick()
+
+
+def go_near(ctx: SkillContext, point: tuple[float, float], min_distance: float, max_distance: float,
+            piece: FurnitureLayout | None = None, forbidden: Area | None = None,
+            face: tuple[float, float] | None = None, preferred: float | None = None) -> None:
+    """Reposition the base (inside the attempt) to stand `min_distance`..`max_distance` from `point`.
+
+    Ends facing `face` (default: `point`), preferably `preferred` metres from `point`. Stays put when already
+    there; prefers the front of `piece`; never ends inside `forbidden`.
+    """
+    face = face or point
+    x, y, yaw = ctx.base()
+    here = math.dist((x, y), point)
+    facing = abs(wrap_angle(math.atan2(face[1] - y, face[0] - x) - yaw)) < 0.2
+    penalty = float(front_penalty(piece, np.array([x]), np.array([y]))[0])
+    clear = forbidden is None or not bool(forbidden(np.array([x]), np.array([y]))[0])
+    if min_distance <= here <= max_distance and facing and clear and penalty < 0.05:
+        return
+    ctx.phase("position_base")
+    grid_planner = planner(ctx)
+    field_ = grid_planner.geodesic_from(x, y)
+    if field_ is None:
+        raise Stop(SkillStatus.NO_PATH, "the robot is boxed in")
+    gx, gy = cells(grid_planner)
+    distance = np.hypot(gx - point[0], gy - point[1])
+    allowed = (distance >= min_distance) & (distance <= max_distance)
+    if forbidden is not None:
+        allowed &= ~forbidden(gx, gy)
+    if preferred is None:
+        preferred = min_distance + 0.4 * (max_distance - min_distance)
+    cost = np.where(allowed, np.abs(distance - preferred) + front_penalty(piece, gx, gy), np.inf)
+    spot = best_cell(field_, cost)
+    if spot is None:
+        raise Stop(SkillStatus.UNREACHABLE, f"no free standing spot {min_distance:.2f}-{max_distance:.2f} m from "
+                                            f"({point[0]:.2f}, {point[1]:.2f})")
+    drive(ctx, grid_planner, field_, spot, face)

@@ -1,0 +1,60 @@
+"""Pick for the M3 skills: stand within reach, approach from 10 cm (top-down, or level for objects on shelves with
+tilted grasps in between), weld-grasp, lift, fold the arm. Success: the right object is held and was not dropped."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from emmoe_eval.robot.layout import SupportRegion
+from emmoe_eval.robot.state import InstanceState
+
+from homiebot_executor.policies.m3 import arm
+from homiebot_executor.policies.m3.context import SkillContext
+from homiebot_executor.policies.m3.navigate import go_near
+from homiebot_executor.skills import SkillGoal, SkillStatus
+
+
+def region_of(ctx: SkillContext, state: InstanceState) -> SupportRegion | None:
+    """The support region an object rests on (None when it rests on no furniture)."""
+    layout = ctx.layout()
+    piece = layout.owner_of(state.receptacle) or layout.piece(state.receptacle)
+    return layout.region(piece.name, state.surface) if piece is not None else None
+
+
+def pick(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
+    """Grasp `goal.target` (see the module docstring)."""
+    if ctx.held():
+        return SkillStatus.GRASP_FAILED, f"the hand already holds {ctx.held()}"
+    state = ctx.instance(goal.target)
+    if state.kind != "object":
+        return SkillStatus.UNKNOWN_TARGET, f"{goal.target} is not a graspable object"
+    centre = np.array(state.pose.position)
+    go_near(ctx, (centre[0], centre[1]), 0.4, ctx.config.reach, ctx.furniture_of(state.name))
+    x, y, _ = ctx.base()
+    yaw = math.atan2(centre[1] - y, centre[0] - x)
+    level = arm.reached_level(region_of(ctx, state))
+    grasp_point = centre.copy()
+    grasp_point[2] = max(centre[2], centre[2] + state.size[2] / 2 - 0.03)
+    ctx.phase("approach")
+    rotation, before = arm.approach(ctx, grasp_point, arm.rotations(yaw, level))
+    ctx.phase("grasp")
+    arm.line(ctx, before, grasp_point, rotation, 2)
+    with ctx.lock:
+        grasped = ctx.backend.close_gripper(ctx.config.grasp_distance)
+    ctx.tick(2)
+    if grasped != state.name:
+        if grasped is not None:
+            with ctx.lock:
+                ctx.backend.open_gripper()
+        arm.retreat(ctx, rotation)
+        if grasped is None:
+            return SkillStatus.GRASP_FAILED, f"nothing within {ctx.config.grasp_distance:g} m of the grasp point"
+        return SkillStatus.GRASP_FAILED, f"grasped {grasped} instead of {state.name}"
+    if ctx.attempt is not None:
+        ctx.attempt.watcher.held = grasped
+    ctx.phase("lift")
+    arm.retreat(ctx, rotation)
+    if ctx.held() != state.name:
+        return SkillStatus.OBJECT_DROPPED, f"{state.name} is no longer held"
+    return SkillStatus.SUCCEEDED, ""

@@ -1,0 +1,173 @@
+"""Put for the M3 skills: choose a free spot on a support region of the receptacle (inside a fridge or a drawer only
+when it is open), carry the object over it, release, let it settle. Success: the object rests within
+place_success_distance of that region."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+from emmoe_eval.robot.layout import SupportRegion
+from emmoe_eval.robot.state import ContainerState, InstanceState
+
+from homiebot_executor.policies.m3 import arm
+from homiebot_executor.policies.m3.context import SkillContext, Stop
+from homiebot_executor.policies.m3.navigate import go_near
+from homiebot_executor.skills import SkillGoal, SkillStatus
+
+# Free height assumed above an object used as a place (nothing hangs over a bowl on a table).
+OBJECT_PLACE_CLEARANCE = 1.0
+
+
+def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
+    """Put the held object on or in `goal.place` (see the module docstring)."""
+    held = ctx.held()
+    if not held:
+        return SkillStatus.PLACE_FAILED, "the hand is empty"
+    place = goal.place or goal.target
+    regions = regions_of(ctx, place)
+    if not regions:
+        return SkillStatus.PLACE_FAILED, f"{place} offers no open region to put things on or in"
+    obj = ctx.instance(held)
+    layout = ctx.layout()
+    # Onto an object (a bowl): its centre, which other objects may not keep clear of.
+    onto_object = layout.piece(place) is None and layout.owner_of(place) is None
+    spots = ([(region, region.center) for region in regions] if onto_object
+             else free_spots(ctx, regions, obj, ctx.base()[:2]))
+    if not spots:
+        return SkillStatus.PLACE_FAILED, f"no free spot on {place}"
+    # Try the best few spots until one has a free standing place within reach.
+    for index, (region, point) in enumerate(spots[:4]):
+        try:
+            go_near(ctx, (point[0], point[1]), 0.4, ctx.config.reach - 0.05, layout.piece(region.furniture))
+            break
+        except Stop as stop:
+            if stop.status is not SkillStatus.UNREACHABLE or index == min(3, len(spots) - 1):
+                raise
+    if not onto_object:
+        region, point = (free_spots(ctx, [region], obj, ctx.base()[:2]) or [(region, point)])[0]
+    x, y, _ = ctx.base()
+    yaw = math.atan2(point[1] - y, point[0] - x)
+    level = arm.reached_level(region)
+    grip, grip_rotation = arm.grip(ctx)
+    offset = grip_rotation.T @ (np.array(ctx.instance(held).pose.position) - grip)
+    target = np.array([point[0], point[1], point[2] + obj.size[2] / 2 + 0.02])
+    ctx.phase("approach")
+    chosen = None
+    for rotation in arm.rotations(yaw, level):
+        try:
+            chosen = arm.approach(ctx, target - rotation @ offset, [rotation])
+            break
+        except Stop as stop:
+            if stop.status is not SkillStatus.UNREACHABLE:
+                raise
+    if chosen is None:
+        arm.tuck_arm(ctx)
+        return SkillStatus.UNREACHABLE, f"cannot hold {held} over {region.receptacle}"
+    rotation, before = chosen
+    ctx.phase("release")
+    arm.line(ctx, before, target - rotation @ offset, rotation, 2)
+    ctx.allow_release()
+    with ctx.lock:
+        ctx.backend.open_gripper()
+    ctx.tick(5)
+    arm.retreat(ctx, rotation)
+    return placed(ctx, held, region)
+
+
+def regions_of(ctx: SkillContext, place: str) -> list[SupportRegion]:
+    """Support regions of the receptacle, moved with their drawer; inside regions only behind an open door."""
+    layout = ctx.layout()
+    if layout.owner_of(place) is not None:
+        state = ctx.container(place)
+        if not state.is_open:
+            return []
+        return [moved(ctx, region, state) for region in layout.regions if region.receptacle == place]
+    piece = layout.piece(place)
+    if piece is None:
+        return object_region(ctx, place)
+    own = [region for region in layout.regions if region.furniture == piece.name and not region.part]
+    outside = [region for region in own if not region.inside]
+    if outside:
+        return outside
+    doors = [ctx.container(part.name) for part in piece.parts]
+    if doors and not all(door.is_open for door in doors):
+        return []
+    return own
+
+
+def object_region(ctx: SkillContext, name: str) -> list[SupportRegion]:
+    """An object used as the place ("put the banana in the bowl"): the top of its bounding box, a small region
+    around its centre, on the furniture it rests on. Empty when the object stands on no furniture."""
+    state = ctx.instance(name)
+    piece = ctx.furniture_of(state.name) if state.kind == "object" else None
+    if piece is None:
+        return []
+    top = state.pose.position[2] + state.size[2] / 2
+    half = (max(state.size[0] / 2 - 0.02, 0.01), max(state.size[1] / 2 - 0.02, 0.01))
+    return [SupportRegion(piece.name, f"on_{state.name}", state.name,
+                          (state.pose.position[0], state.pose.position[1], top), half, 0.0,
+                          clearance=OBJECT_PLACE_CLEARANCE)]
+
+
+def moved(ctx: SkillContext, region: SupportRegion, state: ContainerState) -> SupportRegion:
+    """A drawer region at the drawer's current opening."""
+    layout = ctx.layout()
+    part, piece = layout.part(region.part), layout.owner_of(region.part)
+    if part is None or piece is None:
+        return region
+    delta = state.position - part.initial
+    c, s = math.cos(piece.yaw), math.sin(piece.yaw)
+    local = np.asarray(part.axis) * delta
+    center = (region.center[0] + c * local[0] - s * local[1], region.center[1] + s * local[0] + c * local[1],
+              region.center[2] + local[2])
+    return replace(region, center=center)
+
+
+def free_spots(ctx: SkillContext, regions: Sequence[SupportRegion], obj: InstanceState,
+               base: tuple[float, float]) -> list[tuple[SupportRegion, tuple[float, float, float]]]:
+    """Spots on the regions clear of other objects, best first (near the robot, at a comfortable height), at
+    least 0.3 m apart."""
+    with ctx.lock:
+        others = [state for state in ctx.backend.object_states() if state.kind == "object"
+                  and state.name != obj.name]
+    radius = math.hypot(obj.size[0], obj.size[1]) / 2
+    scored: list[tuple[float, SupportRegion, tuple[float, float, float]]] = []
+    for region in regions:
+        if region.clearance < obj.size[2] + 0.03:
+            continue
+        margin_u, margin_v = region.half[0] - radius, region.half[1] - radius
+        if margin_u < 0 or margin_v < 0:
+            continue
+        near = [other for other in others if abs(other.pose.position[2] - region.center[2]) < 0.35]
+        for u in np.linspace(-margin_u, margin_u, max(2, int(2 * margin_u / 0.05) + 1)):
+            for v in np.linspace(-margin_v, margin_v, max(2, int(2 * margin_v / 0.05) + 1)):
+                x, y = region.to_world(float(u), float(v))
+                if any(math.dist((x, y), other.pose.position[:2]) <
+                       radius + math.hypot(other.size[0], other.size[1]) / 2 + 0.03 for other in near):
+                    continue
+                score = math.dist((x, y), base) + 0.5 * abs(region.center[2] - 0.85)
+                scored.append((score, region, (x, y, region.center[2])))
+    scored.sort(key=lambda item: item[0])
+    chosen: list[tuple[SupportRegion, tuple[float, float, float]]] = []
+    for _, region, point in scored:
+        if all(math.dist(point[:2], other[:2]) >= 0.3 for _, other in chosen):
+            chosen.append((region, point))
+    return chosen
+
+
+def placed(ctx: SkillContext, name: str, region: SupportRegion) -> tuple[SkillStatus, str]:
+    """Judge a put: the object left the hand and rests within place_success_distance of the region."""
+    if ctx.held() == name:
+        return SkillStatus.PLACE_FAILED, f"{name} is still in the gripper"
+    ctx.tick(3)
+    position = np.array(ctx.instance(name).pose.position)
+    u, v = region.to_local(position[0], position[1])
+    du, dv = max(abs(u) - region.half[0], 0.0), max(abs(v) - region.half[1], 0.0)
+    dz = position[2] - region.center[2]
+    distance = math.sqrt(du * du + dv * dv + min(dz, 0.0) ** 2 + max(dz - 0.3, 0.0) ** 2)
+    if distance > ctx.config.place_success_distance:
+        return SkillStatus.PLACE_FAILED, f"{name} came to rest {distance:.2f} m from {region.receptacle}"
+    return SkillStatus.SUCCEEDED, ""
