@@ -122,9 +122,11 @@ class RosProcess:
         self.lines: list[str] = []
         self._ready = threading.Event()
         self._ready_text = ""
+        from homiebot.supervisor import die_with_parent
+
         self.process = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
-            cwd=REPO_ROOT, start_new_session=True,
+            cwd=REPO_ROOT, start_new_session=True, preexec_fn=die_with_parent,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

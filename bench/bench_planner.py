@@ -5,7 +5,7 @@ the untuned SmolLM2 on hand-made states (zero-shot, with the in-context example,
 
     python bench/bench_planner.py [--threads 2] [--overhead-steps 2000] [--states 10] [--max-new-tokens 96] [--seed 0]
                                   [--repeats 3] [--rss-steps 300] [--dtypes float32,bfloat16,int8] [--thread-counts 1,2]
-                                  [--skip-rates] [--skip-smollm2]
+                                  [--analysis-caps 16,32] [--skip-rates] [--skip-smollm2]
 
 Prints the figures and writes bench/results/planner.json. "sensible" means the subtask (action and targets, names
 compared through the alias table) is one a human annotator accepts for the state; the states are listed in STATES.
@@ -186,6 +186,26 @@ GREEDY = PlannerConfig(in_context_example=True, max_samples=1, temperature=0.0)
 DTYPES = ("float32", "bfloat16", "int8")
 
 
+class ForwardMeter:
+    """Counts the model's forward passes and the tokens they encode (a forward hook; generate() included)."""
+
+    def __init__(self, model: Any) -> None:
+        self.passes = 0
+        self.tokens = 0
+        model.register_forward_pre_hook(self._count, with_kwargs=True)
+
+    def _count(self, module: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        self.passes += 1
+        self.tokens += int(ids.shape[-1]) if ids is not None else 0
+
+    def take(self) -> tuple[int, int]:
+        """(passes, tokens) since the last call."""
+        counts = (self.passes, self.tokens)
+        self.passes = self.tokens = 0
+        return counts
+
+
 def greedy_step(backend: Any, state: State, prefix_cache: bool) -> tuple[float, str]:
     """(planning seconds, raw answer) of one greedy constrained step on `state`, old path or fast path."""
     backend.config = replace(backend.config, constrained=True, prefix_cache=prefix_cache)
@@ -193,22 +213,38 @@ def greedy_step(backend: Any, state: State, prefix_cache: bool) -> tuple[float, 
     return decision.planning_seconds, decision.raw_output
 
 
+def counted_step(backend: Any, meter: ForwardMeter, state: State, prefix_cache: bool) -> tuple[int, int]:
+    """(forward passes, encoded tokens) of one greedy constrained step."""
+    meter.take()
+    greedy_step(backend, state, prefix_cache)
+    return meter.take()
+
+
 def path_comparison(backend: Any, states: tuple[State, ...], repeats: int) -> dict[str, Any]:
-    """Old path against fast path on every state, alternately `repeats` times (each path's fastest repetition counts:
-    other processes only ever add time), plus the fast path once more on the same prompt (what a re-sample costs)."""
-    greedy_step(backend, states[-1], False)
+    """Old path against fast path on every state, alternately, plus the fast path once more on the same prompt (what
+    a re-sample costs). The states are gone through `repeats` times, so each fast step starts from the previous
+    state's prompt, as consecutive steps of a run do; each path's fastest repetition counts (other processes only
+    ever add time). Forward passes and encoded tokens are counted in a first, untimed pass."""
+    meter = ForwardMeter(backend.loaded.model)
     greedy_step(backend, states[-1], True)
+    counts = {state.name: (*counted_step(backend, meter, state, False), *counted_step(backend, meter, state, True))
+              for state in states}
+    times: dict[str, dict[str, list[float]]] = {state.name: {"old": [], "new": [], "again": []} for state in states}
+    outputs: dict[str, set[str]] = {state.name: set() for state in states}
+    for _ in range(repeats):
+        for state in states:
+            for label, prefix_cache in (("old", False), ("new", True), ("again", True)):
+                seconds, output = greedy_step(backend, state, prefix_cache)
+                times[state.name][label].append(seconds)
+                outputs[state.name].add(output)
     rows = []
     for state in states:
-        old_times, new_times, again_times, outputs = [], [], [], set()
-        for _ in range(repeats):
-            for times, prefix_cache in ((old_times, False), (new_times, True), (again_times, True)):
-                seconds, output = greedy_step(backend, state, prefix_cache)
-                times.append(seconds)
-                outputs.add(output)
-        rows.append({"state": state.name, "old_s": round(min(old_times), 3), "new_s": round(min(new_times), 3),
-                     "resample_s": round(min(again_times), 3), "identical": len(outputs) == 1,
-                     "new_output": output})
+        fastest = {label: round(min(values), 3) for label, values in times[state.name].items()}
+        old_passes, old_tokens, new_passes, new_tokens = counts[state.name]
+        rows.append({"state": state.name, "old_s": fastest["old"], "new_s": fastest["new"],
+                     "resample_s": fastest["again"], "identical": len(outputs[state.name]) == 1,
+                     "old_passes": old_passes, "old_tokens": old_tokens, "new_passes": new_passes,
+                     "new_tokens": new_tokens, "new_output": sorted(outputs[state.name])[0]})
     old = statistics.median(row["old_s"] for row in rows)
     new = statistics.median(row["new_s"] for row in rows)
     return {"repeats": repeats, "old_step_median_s": round(old, 3), "new_step_median_s": round(new, 3),
@@ -298,6 +334,21 @@ def thread_figures(backend: Any, states: tuple[State, ...], counts: list[int]) -
     return medians
 
 
+def cap_figures(backend: Any, states: tuple[State, ...], caps: list[int]) -> dict[int, dict[str, float]]:
+    """Fast-path median step and sensible rate per Analysis cap (greedy), to weigh the cap's cost."""
+    before = backend.config.analysis_max_tokens
+    figures = {}
+    for cap in caps:
+        backend.config = replace(backend.config, analysis_max_tokens=cap)
+        rows = [(state, *greedy_step(backend, state, True)) for state in states]
+        sensible = [(parsed := parse_output(output)) is not None and accepted(state, parsed.subtask)
+                    for state, _, output in rows]
+        figures[cap] = {"step_median_s": round(statistics.median(seconds for _, seconds, _ in rows), 3),
+                        "sensible_rate": sum(sensible) / len(sensible)}
+    backend.config = replace(backend.config, analysis_max_tokens=before)
+    return figures
+
+
 def rate_figures(backend: Any, states: int, max_new_tokens: int, seed: int) -> dict[str, Any]:
     """Parse / valid / sensible rates and latency of SmolLM2 under the three settings (the default, fast path)."""
     import torch
@@ -359,6 +410,7 @@ def smollm2_figures(args: argparse.Namespace) -> dict[str, Any]:
     figures["dtypes"] = dtype_figures(backend, states, dtypes, figures["paths"])
     counts = [int(count) for count in args.thread_counts.split(",") if count]
     figures["thread_counts"] = thread_figures(backend, states, counts)
+    figures["analysis_caps"] = cap_figures(backend, states, [int(cap) for cap in args.analysis_caps.split(",") if cap])
     if not args.skip_rates:
         figures["settings"] = rate_figures(backend, len(states), args.max_new_tokens, args.seed)
     return figures
@@ -376,7 +428,8 @@ def print_smollm2(figures: dict[str, Any], threads: int) -> None:
           f"{paths['identical_on_every_state']}")
     for row in paths["rows"]:
         print(f"    {row['state']:28s} old {row['old_s']:6.3f} s  new {row['new_s']:6.3f} s  "
-              f"re-sample {row['resample_s']:6.3f} s  identical {row['identical']}")
+              f"re-sample {row['resample_s']:6.3f} s  identical {row['identical']}  forward passes/tokens old "
+              f"{row['old_passes']}/{row['old_tokens']} new {row['new_passes']}/{row['new_tokens']}")
     print(f"  prompt tokens taken from the prefix cache {figures['prefix_tokens']['reused']}, encoded "
           f"{figures['prefix_tokens']['encoded']}")
     if "rss" in figures:
@@ -390,6 +443,9 @@ def print_smollm2(figures: dict[str, Any], threads: int) -> None:
               f"{row['identical_to_float32']} {row.get('differing_states') or ''}")
     for count, median in figures["thread_counts"].items():
         print(f"  fast path with {count} torch thread(s): median {median:.3f} s")
+    for cap, row in figures["analysis_caps"].items():
+        print(f"  fast path with the Analysis capped at {cap:3d} tokens: median {row['step_median_s']:.3f} s, "
+              f"sensible {row['sensible_rate']:4.0%}")
     for label, row in figures.get("settings", {}).items():
         rate = f"{row['tokens_per_s']:5.1f} tokens/s" if row["tokens_per_s"] else "  (no generate)"
         print(f"  {label:28s} step median {row['step_median_s']:5.2f} s  {rate}  parse {row['parse_rate']:4.0%}  "
@@ -409,6 +465,8 @@ def main() -> int:
     parser.add_argument("--rss-steps", type=int, default=300, help="consecutive steps of the memory figure (0: skip)")
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated: float32, bfloat16, int8")
     parser.add_argument("--thread-counts", default="1,2", help="comma-separated torch thread counts to time")
+    parser.add_argument("--analysis-caps", default="16,32", help="comma-separated Analysis caps to time (48 is the "
+                        "default cap, timed above)")
     parser.add_argument("--skip-rates", action="store_true", help="skip the parse/valid/sensible rates")
     parser.add_argument("--skip-smollm2", action="store_true", help="only measure the overhead")
     args = parser.parse_args()

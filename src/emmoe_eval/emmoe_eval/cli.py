@@ -34,6 +34,8 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
                         help="tasks to evaluate (default: all; with --compat official: train, as the release)")
     parser.add_argument("--compat", choices=COMPAT_MODES, default="default",
                         help="'official' reproduces the released notebooks' quirks (see docs/eval.md)")
+    parser.add_argument("--tasks", default=None, metavar="ID,ID",
+                        help="evaluate only these tasks of the split (e.g. 91,95,99; default: every task of it)")
     parser.add_argument("--attributes", type=Path, default=None, metavar="FILE",
                         help="task-attribute lists as JSON {attribute: [task ids]} (default: the release's lists)")
     parser.add_argument("--alias-table", type=Path, default=None, metavar="FILE",
@@ -113,6 +115,12 @@ def _score_runs(runs: list[Run], args: argparse.Namespace) -> Evaluation:
     every_task = load_tasks(args.data, "all")
     wanted = set(split_names(split))
     tasks: dict[str, Task] = {task_id: task for task_id, task in every_task.items() if task.split in wanted}
+    if args.tasks is not None:
+        chosen = [item.strip() for item in args.tasks.split(",") if item.strip()]
+        absent = [task_id for task_id in chosen if task_id not in tasks]
+        if absent:
+            raise ValueError(f"--tasks: {', '.join(absent)} not among the {split} tasks of {args.data}")
+        tasks = {task_id: tasks[task_id] for task_id in chosen}
     config = ScoringConfig(compat=args.compat, bootstrap_resamples=args.resamples, seed=args.seed,
                            srr_run=args.srr_run,
                            include_infrastructure_failures=args.include_infrastructure_failures)

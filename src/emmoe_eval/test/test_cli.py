@@ -94,6 +94,18 @@ def test_split_selection(handmade, capsys):
     assert result["PLWSR"] == pytest.approx(1 / 3)
 
 
+def test_task_selection(handmade, capsys):
+    _, out, err = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir),
+                          "--json", "--tasks", "91")
+    # The same runs as the test split (task 91 alone), and no warning about the other tasks having no runs.
+    result = json.loads(out)
+    assert (result["runs"], result["tasks"], result["SR"], result["TP"]) == (3, 1, pytest.approx(1 / 3), 0.5)
+    assert "have no runs" not in err
+    status, _, err = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir),
+                             "--tasks", "91,4242")
+    assert status == 2 and "--tasks: 4242 not among the all tasks" in err
+
+
 def test_compat_official_reproduces_the_release(handmade, capsys):
     _, out, _ = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir),
                         "--json", "--compat", "official")

@@ -131,6 +131,8 @@ def write_collected(task: Task, run_dir: Path, out: Path) -> list[Difference]:
     steps = list(run.steps)
     target = out / task.split / task.task_id
     target.mkdir(parents=True, exist_ok=True)
+    for stale in target.glob("subtask*_*.png"):
+        stale.unlink()
     (target / INFO_FILE).write_text(format_info(collected_info(task.info, steps)), encoding="utf-8")
     for name in (KEYPATH_FILE, SCENE_FILE):
         if (task.directory / name).is_file():

@@ -36,7 +36,7 @@ class StepCheck:
     @property
     def as_designed(self) -> bool:
         """Whether the outcome is the designed one (same error type and the exact feedback string)."""
-        return self.code == self.step.expect and self.feedback == self.step.feedback
+        return bool(self.code == self.step.expect and self.feedback == self.step.feedback)
 
     def describe(self) -> str:
         """One report line for a step that differs from its design."""

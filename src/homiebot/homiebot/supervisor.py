@@ -3,12 +3,14 @@
 This is what `homiebot up` and `homiebot run` use on installs without `ros2 launch`: each node is
 its own process, every output line is prefixed with the node's name, Ctrl-C (or `stop()`) sends
 SIGINT to all of them and escalates to SIGKILL after a grace period, and a node that exits on its
-own is reported so the caller can stop the rest and fail. No rclpy here: processes are plain
-commands.
+own is reported so the caller can stop the rest and fail. Whatever ends the supervisor (SIGKILL, a closed terminal,
+a broken pipe), its processes end too: on Linux each is started with a parent-death signal (SIGTERM), sent when the
+thread that started it exits. No rclpy here: processes are plain commands.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -18,6 +20,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
+
+
+# prctl(2) option: the signal a process gets when the thread that created it exits (Linux only).
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def die_with_parent() -> None:
+    """For Popen's preexec_fn (runs in the child between fork and exec): SIGTERM when the starting thread exits."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,7 @@ class Supervisor:
             process = subprocess.Popen(
                 list(spec.argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **spec.env}, start_new_session=True,
+                preexec_fn=die_with_parent,
             )
             self._processes[spec.name] = process
             reader = threading.Thread(target=self._forward, args=(spec.name, process), daemon=True)

@@ -71,3 +71,19 @@ def test_build_variants_from_the_command_line_never_touches_test_tasks(tmp_path,
                  "--seed", "5"]) == 0
     assert sorted(path.name for path in (tmp_path / "train").iterdir()) == ["4", "4_v1", "4_v2"]
     assert not (tmp_path / "test").exists()
+
+
+def test_the_replay_expert_answers_every_block_in_order_failures_included():
+    from homiebot_planner.backends.base import EpisodeInfo
+    from homiebot_planner.backends.expert import ExpertBackend, ExpertConfig
+    from homiebot_planner.memory import ExecutedStep
+
+    task = read_task(ROOT / "data" / "test" / "100", "test")
+    expert = ExpertBackend(ExpertConfig(source="replay"))
+    expert.start_episode(EpisodeInfo("e", task.instruction, "100", task.directory))
+    executed: list[ExecutedStep] = []
+    for block in task.info.blocks:
+        node = expert.next_node(executed)
+        assert (str(node.subtask), node.analysis) == (str(block.subtask), block.analysis)
+        executed.append(ExecutedStep(node.subtask, block.succeeded, block.feedback))
+    assert str(expert.next_node(executed).subtask) == "[End]"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,14 +15,17 @@ ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "data"
 
 
-def test_task_selection_by_split_and_ids():
+def test_task_selection_by_split_and_ids(tmp_path):
     assert select_tasks(DATA, "test") == [str(task_id) for task_id in range(91, 101)]
-    assert select_tasks(DATA, "all") == select_tasks(DATA, "test")
+    train = select_tasks(DATA, "train")
+    assert train[:3] == ["1", "2", "3"] and all(1 <= int(task_id) <= 90 for task_id in train)
+    assert select_tasks(DATA, "all") == train + select_tasks(DATA, "test")
     assert select_tasks(DATA, "93, 91,93") == ["91", "93"]
     with pytest.raises(RunnerError, match="unknown task id"):
-        select_tasks(DATA, "91,7")
+        select_tasks(DATA, "91,107")
+    shutil.copytree(DATA / "test" / "91", tmp_path / "test" / "91")
     with pytest.raises(RunnerError, match="no train tasks"):
-        select_tasks(DATA, "train")
+        select_tasks(tmp_path, "train")
 
 
 def test_finished_runs_are_skipped(tmp_path):
@@ -87,9 +91,9 @@ def test_expert_run_through_the_stack_then_resume(tmp_path, ros_domain_id):
 
 
 def test_unknown_task_is_a_one_line_usage_error(tmp_path):
-    result = run_cli("--tasks", "7", "--out", str(tmp_path))
+    result = run_cli("--tasks", "107", "--out", str(tmp_path))
     assert result.returncode == 2
-    assert "homiebot run: error: unknown task id(s) 7" in result.stderr and "Traceback" not in result.stderr
+    assert "homiebot run: error: unknown task id(s) 107" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.ros

@@ -85,3 +85,38 @@ def test_invalid_specs_are_refused():
         ProcessSpec("", ("true",))
     with pytest.raises(ValueError, match="unique"):
         Supervisor([ProcessSpec("a", ("true",)), ProcessSpec("a", ("true",))])
+
+
+def test_the_processes_end_when_the_supervisor_is_killed():
+    """SIGKILL leaves the supervisor no chance to stop its nodes: the parent-death signal ends them anyway."""
+    import os
+    import signal
+    import subprocess
+
+    supervising = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\n"
+        "from homiebot.supervisor import ProcessSpec, Supervisor\n"
+        "supervisor = Supervisor([ProcessSpec('sleeper', (sys.executable, '-c', 'import time; time.sleep(60)'))],"
+        " echo=False)\n"
+        "supervisor.start()\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        import psutil
+
+        assert supervising.stdout is not None and supervising.stdout.readline().strip() == "started"
+        (child,) = [process.pid for process in psutil.Process(supervising.pid).children()]
+        supervising.send_signal(signal.SIGKILL)
+        supervising.wait(timeout=10)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the child outlived its killed supervisor by more than 2 s")
+    finally:
+        if supervising.poll() is None:
+            supervising.kill()

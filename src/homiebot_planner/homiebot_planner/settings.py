@@ -80,8 +80,9 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     "mock_outputs": [""],
     "mock_file": "",
     "mock_observation_mode": "images",
-    # expert
-    "expert_source": "keypath",
+    # expert: "info" replays the successful subtasks of the task's info.txt (the annotated trajectory; the default),
+    # "keypath" follows keypath.json, "replay" every info.txt block, failures included (homiebot collect), "plan".
+    "expert_source": "info",
     "expert_plan": [""],
     # openai
     "openai_model": "gpt-4o",

@@ -39,6 +39,8 @@ def test_observation_from_response() -> None:
     observation = observation_from_response(response)
     assert list(observation.images) == ["front"] and observation.images["front"].shape == (4, 4, 3)
     assert observation.visible == {"front": ["013_apple"]}
+    text_only = observation_from_response(response, decode_images=False)  # a text-only planner skips the pixels
+    assert not text_only.images and text_only.visible == observation.visible
 
 
 def test_step_record_fields() -> None:

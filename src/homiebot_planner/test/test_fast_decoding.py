@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 import numpy as np
 import pytest
 
 from homiebot_planner.backends import GenerationRequest, HFConfig
-from homiebot_planner.backends.fast_decoding import SamplingRule
+from homiebot_planner.backends import fast_decoding
+from homiebot_planner.backends.fast_decoding import FastDecoding, SamplingRule, prompt_lookup
 from homiebot_planner.backends.hf import HFBackend
 from homiebot_planner.backends.prefix_cache import (
     IncrementalDecoder,
@@ -69,6 +71,13 @@ def test_only_full_attention_caches_are_reused() -> None:
     assert not reusable_model(MistralForCausalLM(MistralConfig(sliding_window=8, **small)))
 
 
+def test_models_with_other_logits_processing_keep_the_generate_path(tiny_models: dict[str, Path]) -> None:
+    backend = _tiny(tiny_models, "lm")
+    assert backend.fast.supported
+    backend.loaded.model.generation_config.repetition_penalty = 1.3
+    assert not FastDecoding(backend.loaded.model, backend.loaded.tokenizer).supported
+
+
 def test_prefix_cache_hands_out_copies_and_stops_at_barriers(tiny_models: dict[str, Path]) -> None:
     import torch
     from transformers import AutoModelForCausalLM
@@ -109,6 +118,56 @@ def test_greedy_answers_are_identical_to_the_generate_path(tiny_models: dict[str
         assert parsed is not None and is_valid(parsed), answer
     # Not corrupted by what came before: a fresh backend answers the last prompt the same way.
     assert _answers(_tiny(tiny_models, model), [order[-1]], prefix_cache=True) == new[-1:]
+
+
+def test_prompt_lookup_guesses_what_followed_the_last_tokens() -> None:
+    tokens = [5, 6, 7, 8, 9, 1, 6, 7, 2, 3, 4, 5, 6, 7]
+    assert prompt_lookup(tokens, 3) == [8, 9, 1]  # the last three tokens first
+    assert prompt_lookup(tokens[5:], 3) == [2, 3, 4]  # then the last two, latest earlier occurrence
+    assert prompt_lookup([1, 2, 3, 9, 2, 3], 4) == [9, 2, 3]
+    assert prompt_lookup([1, 2, 3, 4], 4) == [] and prompt_lookup(tokens, 0) == []
+
+
+@pytest.mark.parametrize("guesses", ["right", "partly wrong"])
+def test_checked_guesses_change_nothing_but_the_passes(tiny_models: dict[str, Path], guesses: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _tiny(tiny_models, "lm")
+    backend.config = replace(backend.config, analysis_max_tokens=10)
+    order = [0, 1, 2]
+    old = _answers(backend, order, prefix_cache=False)
+    passes: list[int] = []
+    backend.loaded.model.register_forward_pre_hook(lambda *_: passes.append(1))
+    analyses: list[list[int]] = []
+    plain = backend.fast._analysis
+
+    def recorded(*args: Any) -> list[int]:
+        analyses.append(plain(*args))
+        return analyses[-1]
+
+    for scene, expected in zip(order, old):
+        monkeypatch.setattr(fast_decoding, "prompt_lookup", lambda tokens, limit: [])
+        monkeypatch.setattr(backend.fast, "_analysis", recorded)
+        passes.clear()
+        assert _answers(backend, [scene], prefix_cache=True) == [expected]
+        without_guesses = len(passes)
+        monkeypatch.setattr(backend.fast, "_analysis", plain)
+        analysis, prompt = analyses[-1], {"length": 0}
+
+        def oracle(tokens: list[int], limit: int) -> list[int]:
+            prompt["length"] = prompt["length"] or len(tokens)  # first asked right after the prompt
+            start = len(tokens) - prompt["length"]
+            draft = list(analysis[start:start + limit])
+            if guesses == "partly wrong" and len(draft) > 2:
+                draft[2] = (draft[2] + 1) % len(backend.loaded.tokenizer)
+            return draft
+
+        monkeypatch.setattr(fast_decoding, "prompt_lookup", oracle)
+        passes.clear()
+        assert _answers(backend, [scene], prefix_cache=True) == [expected]
+        assert len(passes) <= without_guesses
+        if guesses == "right" and len(analysis) > 3:
+            assert len(passes) < without_guesses
+    assert any(len(analysis) > 3 for analysis in analyses)
 
 
 def test_unconstrained_generation_reuses_the_prefix_identically(tiny_models: dict[str, Path]) -> None:

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from homiebot.cli import UsageError
-    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark
+    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks
 
     try:
         config = RunnerConfig(tasks=args.tasks, out=args.out, runs=args.runs, planner=args.planner,
@@ -62,4 +62,5 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from error
     for problem in progress.failed:
         console.print(f"[yellow]warning[/yellow]: {problem}")
-    return emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out)])
+    selected = ",".join(select_tasks(args.data, args.tasks))
+    return emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out), "--tasks", selected])

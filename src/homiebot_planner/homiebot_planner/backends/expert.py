@@ -51,7 +51,7 @@ class ExpertConfig:
             task directory.
     """
 
-    source: str = "keypath"
+    source: str = "info"
     plan: tuple[str, ...] = ()
     data_dir: str = ""
 

@@ -1,10 +1,13 @@
 """Fast local decoding: prefix reuse for every sample, and constrained answers decoded by walking the token trie.
 
-`FastDecoding` produces the same answers as `constrained.constrained_answer` (identical under greedy decoding, the
-same distribution when sampling) at a fraction of the cost:
+`FastDecoding` gives text LMs the answers of `constrained.constrained_answer` (the same distribution when sampling;
+under greedy decoding identical on every bench state and test model, as the only difference is that tokens are
+encoded in longer passes, which changes floating-point rounding, not the computation) at a fraction of the cost
+(VLMs: the old path encodes the prompt again after the Analysis, as text; the fast path keeps the Analysis tokens):
 - the prompt's constant start comes from a `PrefixCache` (see prefix_cache.py), so a step encodes only its new turn
   and a re-sample encodes nothing but its last prompt token;
-- the Analysis is decoded by a plain loop over one private key/value cache (no generate() set-up per call), and
+- the Analysis is decoded by a loop over one private key/value cache (no generate() set-up per call) that checks a
+  guess copied from the prompt in the same pass (prompt lookup; only what the model itself picks is kept), and
   stops, as before, at the first token containing a line break, at the end of sequence or at the cap;
 - the Subtask/Model ending is found by walking the trie of allowed endings: a token that is the only allowed
   continuation is taken without asking the model, and a run of such tokens is encoded in one forward pass right
@@ -37,6 +40,17 @@ from homiebot_planner.backends.prefix_cache import IncrementalDecoder, PrefixCac
 PREFIX_VLM_TYPES = ("llava", "llava_next", "video_llava")
 _IMAGE_TOKEN_FIELDS = ("image_token_id", "image_token_index", "video_token_id", "video_token_index")
 _ENDING_MEMO_LIMIT = 4096
+# Prompt lookup in the Analysis: guesses of up to DRAFT_TOKENS tokens after a repeated LOOKUP_NGRAM-token sequence.
+DRAFT_TOKENS = 8
+LOOKUP_NGRAM = 3
+# Generation-config fields that make generate() process logits beyond temperature, top-k and top-p; a model whose
+# config sets any of them keeps the generate() path, so that its answers stay what they were.
+_OTHER_LOGITS_PROCESSING = (
+    "repetition_penalty", "encoder_repetition_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size",
+    "bad_words_ids", "suppress_tokens", "begin_suppress_tokens", "sequence_bias", "min_length", "min_new_tokens",
+    "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "forced_bos_token_id", "forced_eos_token_id",
+    "exponential_decay_length_penalty", "guidance_scale", "watermarking_config", "top_h",
+)
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,31 @@ class TokenTables:
         return known
 
 
+def prompt_lookup(tokens: Sequence[int], limit: int) -> list[int]:
+    """A guess of the next tokens: what followed the latest earlier occurrence of the last 3 (or else 2) tokens.
+
+    Untuned models copy a lot from their prompt (the in-context example, the task, the history), so such guesses
+    are often right; checking one costs about as much as decoding a single token.
+    """
+    if limit <= 0:
+        return []
+    for size in range(min(LOOKUP_NGRAM, len(tokens) - 1), 1, -1):
+        tail = list(tokens[-size:])
+        for start in range(len(tokens) - size - 1, -1, -1):
+            if tokens[start] == tail[0] and list(tokens[start:start + size]) == tail:
+                return [int(token) for token in tokens[start + size:start + size + limit]]
+    return []
+
+
+def plain_sampling(generation_config: Any) -> bool:
+    """Whether generate() would change logits only by temperature, top-k and top-p under this generation config."""
+    from transformers import GenerationConfig
+
+    default = GenerationConfig()
+    return all(getattr(generation_config, field, None) == getattr(default, field, None)
+               for field in _OTHER_LOGITS_PROCESSING)
+
+
 def image_tokens(model: Any) -> set[int]:
     """The image/video placeholder token ids named by a multimodal model's config."""
     config = model.config
@@ -127,6 +166,11 @@ class FastDecoding:
         model: a transformers causal LM or LLaVA-family VLM (or a PEFT model on one).
         tokenizer: its tokenizer.
         multimodal: whether the model takes images.
+
+    Attributes:
+        supported: whether this model can take the fast path (full-attention caches, plain 1-D positions, no logits
+            processing in its generation config beyond temperature, top-k and top-p); the hf backend uses the
+            generate() path otherwise.
     """
 
     def __init__(self, model: Any, tokenizer: Any, multimodal: bool = False) -> None:
@@ -134,7 +178,10 @@ class FastDecoding:
         self.tables = TokenTables(tokenizer)
         self.prefix = PrefixCache(model, image_tokens(model) if multimodal else ())
         model_type = getattr(model.config, "model_type", "")
-        self.supported = reusable_model(model) and (not multimodal or model_type in PREFIX_VLM_TYPES)
+        self.supported = (reusable_model(model) and (not multimodal or model_type in PREFIX_VLM_TYPES)
+                          and plain_sampling(model.generation_config))
+        if self.supported:
+            _ = self.tables.line_breaks  # one decode per vocabulary entry: done at load time, not in a step
 
     def constrained_answer(self, encode: Callable[[str], Mapping[str, Any]], prompt: str,
                            constraints: DecodingConstraints, rule: SamplingRule, analysis_max_tokens: int,
@@ -156,16 +203,9 @@ class FastDecoding:
         eos = eos_token_id(tokenizer, self.model)
         inputs = encode(prompt + ANSWER_OPENING)
         extra = {name: value for name, value in inputs.items() if name not in ("input_ids", "attention_mask")}
-        decoder = IncrementalDecoder(self.model, self.prefix, inputs["input_ids"][0].tolist(), extra)
-        analysis: list[int] = []
-        for _ in range(analysis_max_tokens):
-            token = rule.choose(decoder.logits())
-            if token == eos:
-                break
-            analysis.append(token)
-            decoder.push(token)
-            if token in self.tables.line_breaks or (cancel is not None and cancel.is_set()):
-                break
+        ids = inputs["input_ids"][0].tolist()
+        decoder = IncrementalDecoder(self.model, self.prefix, ids, extra)
+        analysis = self._analysis(decoder, ids, rule, analysis_max_tokens, eos, cancel)
         analysis_text = tokenizer.decode(analysis, skip_special_tokens=True)
         opening = SUBTASK_OPENING.lstrip("\n") if "\n" in analysis_text else SUBTASK_OPENING
         for token in self.tables.ids(opening):
@@ -183,6 +223,40 @@ class FastDecoding:
         # The exact allowed string (decoding could normalise spaces); a cancelled run may leave a partial one.
         ending = by_tokens.get(tuple(chosen)) or tokenizer.decode(chosen, skip_special_tokens=True)
         return f"{ANSWER_OPENING}{analysis_text}{opening}{ending}"
+
+    def _analysis(self, decoder: IncrementalDecoder, prompt: list[int], rule: SamplingRule, cap: int, eos: int,
+                  cancel: threading.Event | None) -> list[int]:
+        """The free Analysis tokens: up to the first token with a line break (kept), the end of sequence (not kept)
+        or `cap` tokens. Each pass also checks a guess copied from the prompt (prompt lookup): every position's
+        token is picked by `rule` as in a plain loop, and the guess is kept only as far as the picks agree with it,
+        so the answer is the plain loop's (and sampling draws the same distributions, in the same order)."""
+        analysis: list[int] = []
+        while len(analysis) < cap:
+            # Right after the prompt the next token's logits are known: a guess would only cost a pass.
+            limit = 0 if decoder.has_logits else min(DRAFT_TOKENS, cap - len(analysis) - 1)
+            draft = prompt_lookup([*prompt, *analysis], limit)
+            rows = decoder.draft_logits(draft) if draft else decoder.logits()[None]
+            confirmed, finished, correction = 0, False, None
+            for row, guess in zip(rows, [*draft, None]):
+                token = rule.choose(row)
+                if token == eos:
+                    finished = True
+                    break
+                analysis.append(token)
+                finished = (token in self.tables.line_breaks or len(analysis) >= cap
+                            or (cancel is not None and cancel.is_set()))
+                if token != guess:
+                    correction = token  # not in the cache yet
+                    break
+                confirmed += 1
+                if finished:
+                    break
+            decoder.rewind(len(draft) - confirmed)
+            if correction is not None:
+                decoder.push(correction)
+            if finished:
+                break
+        return analysis
 
     def generate(self, inputs: Mapping[str, Any], **options: Any) -> Any:
         """model.generate(**inputs, **options) started from the prefix cache; returns the sequences."""

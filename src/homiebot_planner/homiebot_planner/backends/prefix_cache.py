@@ -11,7 +11,8 @@ For multimodal models the reusable part ends before the first image token: the k
 depend on the pixels, which token ids do not show.
 
 `IncrementalDecoder` feeds tokens to the model over such a private cache and returns next-token logits, queuing
-tokens that need no logits so that a run of forced tokens costs one forward pass.
+tokens that need no logits so that a run of forced tokens costs one forward pass; it also checks a run of guessed
+(draft) tokens in one pass and drops the rejected ones from the cache again.
 """
 
 from __future__ import annotations
@@ -115,10 +116,6 @@ class PrefixCache:
         self._ids = tuple(int(token) for token in ids[:length])
         self._layers = [(keys[..., :length, :], values[..., :length, :]) for keys, values, *_ in cache]
 
-    def clear(self) -> None:
-        """Forget the stored prompt."""
-        self._ids, self._layers = (), []
-
 
 class IncrementalDecoder:
     """A causal LM over a private key/value cache: feed tokens, read the next-token logits.
@@ -141,26 +138,49 @@ class IncrementalDecoder:
         self.logits()
         prefix.keep(ids, self.cache)
 
+    @property
+    def has_logits(self) -> bool:
+        """Whether the next-token logits are known without another pass (nothing queued since the last one)."""
+        return self._logits is not None
+
     def push(self, token: int) -> None:
-        """Queue a token; it is encoded with the next `logits()` call."""
+        """Queue a token; it is encoded with the next `logits()` or `draft_logits()` call."""
         self._pending.append(int(token))
         self._logits = None
 
     def logits(self) -> Any:
         """Next-token logits (float32, 1-D) after everything pushed so far; one forward pass over queued tokens."""
+        if self._logits is None:
+            self._logits = self._encode(self._pending, 1)[0]
+        return self._logits
+
+    def draft_logits(self, draft: Sequence[int]) -> Any:
+        """Encode the queued tokens and then `draft`, in one pass: logits (float32, (1 + len(draft)) x vocabulary)
+        after everything pushed and after each draft token. The cache then holds the draft; `rewind` drops the
+        part of it that is not kept."""
         import torch
 
-        if self._logits is not None:
-            return self._logits
-        device = self.model.device
+        if self._logits is not None:  # nothing queued: the first row is known already
+            return torch.cat([self._logits[None], self._encode(draft, len(draft))])
+        return self._encode([*self._pending, *draft], len(draft) + 1)
+
+    def rewind(self, count: int) -> None:
+        """Drop the last `count` encoded tokens from the cache (draft tokens that were not accepted)."""
+        if count > 0:
+            self.cache.crop(-count)
+            self._logits = None
+
+    def _encode(self, tokens: Sequence[int], rows: int) -> Any:
+        import torch
+
         options: dict[str, Any] = {"use_cache": True, **self._extra}
         if self._last_only:
-            options["logits_to_keep"] = 1
+            options["logits_to_keep"] = rows
         if self.cache is not None:
             options["cache"] = self.cache
-        output = self.model(input_ids=torch.tensor([self._pending], device=device), **options)
+        output = self.model(input_ids=torch.tensor([list(tokens)], device=self.model.device), **options)
         self.cache = output.cache
         self._extra = {}
         self._pending = []
-        self._logits = output.logits[0, -1].float()
-        return self._logits
+        self._logits = None
+        return output.logits[0, -rows:].float()
