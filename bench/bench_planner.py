@@ -1,7 +1,7 @@
 """Benchmark: planner overhead (prompt building + parsing, goal < 1 ms), SmolLM2 per-step latency on CPU (the old
 generate() path against the fast path, prefix cache + trie walk, in the same process on the same states), the
-planner's memory over many consecutive steps, dtype and thread variants, plus the parse / valid / sensible rates of
-the untuned SmolLM2 on hand-made states (zero-shot, with the in-context example, and constrained).
+planner's memory over many consecutive steps, dtype, thread and Analysis-cap variants, plus the parse / valid /
+sensible rates of the untuned SmolLM2 on hand-made states (zero-shot, with the in-context example, and constrained).
 
     python bench/bench_planner.py [--threads 2] [--overhead-steps 2000] [--states 10] [--max-new-tokens 96] [--seed 0]
                                   [--repeats 3] [--rss-steps 300] [--dtypes float32,bfloat16,int8] [--thread-counts 1,2]

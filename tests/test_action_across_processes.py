@@ -19,13 +19,18 @@ def send_goal(node, context, subtask, inventory):
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
 
+    from emmoe_eval.topics import SUBTASK_ACTION, SUBTASK_FEEDBACK_TOPIC
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
 
-    client = ActionClient(node, ExecuteSubtask, "/subtask")
+    client = ActionClient(node, ExecuteSubtask, SUBTASK_ACTION)
     assert client.wait_for_server(timeout_sec=30.0), "no /subtask server discovered in the test's domain"
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
+    # The services can be discovered before the feedback topic: feedback sent before it matches would be lost.
+    deadline = time.monotonic() + 10.0
+    while node.count_publishers(SUBTASK_FEEDBACK_TOPIC) == 0 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
     feedback = []
     goal = ExecuteSubtask.Goal(subtask=Subtask(**subtask), inventory=inventory)
     goal_future = client.send_goal_async(goal, feedback_callback=lambda message: feedback.append(message.feedback))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, format_subtask, parse_subtask
-from emmoe_eval.runs import Run, Step
+from emmoe_eval.runs import Run, Step, run_identity
 
 CONVERSATION_FILE = "conversation.json"
 LIVE_REQUEST_LINE = "Now based on the instruction above, please output Analysis, Subtask and Model in the mentioned format."
@@ -261,8 +261,7 @@ def read_conversation_run(path: Path | str, task_id: str | None = None, run_id: 
         run_id: the run id; by default the run folder's name.
     """
     path = Path(path)
-    task_id = task_id if task_id is not None else path.parent.parent.name
-    run_id = run_id if run_id is not None else path.parent.name
+    task_id, run_id = run_identity(path, task_id, run_id)
     try:
         rounds = read_conversation(path)
         steps, problems = steps_from_conversation(rounds, str(path))

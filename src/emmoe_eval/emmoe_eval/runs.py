@@ -315,6 +315,12 @@ def _checked_reason(reason: str | None, where: str, problems: list[str]) -> str 
     return None
 
 
+def run_identity(path: Path, task_id: str | None, run_id: str | None) -> tuple[str, str]:
+    """(task id, run id) of a run file `<exp>/<task>/<run>/<file>`, unless given."""
+    return (task_id if task_id is not None else path.parent.parent.name,
+            run_id if run_id is not None else path.parent.name)
+
+
 def read_trajectory(path: Path | str, task_id: str | None = None, run_id: str | None = None) -> Run:
     """Read a trajectory.jsonl file into a Run; never raises for bad content (the run is marked corrupt).
 
@@ -324,8 +330,7 @@ def read_trajectory(path: Path | str, task_id: str | None = None, run_id: str | 
         run_id: the run id; by default the run folder's name.
     """
     path = Path(path)
-    task_id = task_id if task_id is not None else path.parent.parent.name
-    run_id = run_id if run_id is not None else path.parent.name
+    task_id, run_id = run_identity(path, task_id, run_id)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

@@ -237,8 +237,10 @@ def test_the_executor_consults_a_monitor_in_another_process(ros_context, ros_pro
     ros_process(static_scene.__file__, ready="static scene ready")
     monitor = ros_process("-m", "homiebot_executor.monitor_node", "--ros-args", "-p", "far_threshold:=10.0",
                           ready="emmoe monitor ready")
+    # The monitor's first check may first wait for /sim/query_scene to be discovered (up to its scene_timeout_s,
+    # 2 s): the executor waits longer than that for the verdict.
     client_node, policy, stop = start_graph(ros_context, with_monitor=False,
-                                            config=ExecutorConfig(monitor_wait_s=3.0, check_timeout_s=2.0))
+                                            config=ExecutorConfig(monitor_wait_s=3.0, check_timeout_s=6.0))
     try:
         received = collect_errors(client_node)
         _, handle = send(client_node, "Pick", "sofa")

@@ -216,7 +216,7 @@ def test_expert_run_with_reset_and_task_progress(graph: Graph, tmp_path: Path) -
     (task / "info.txt").write_text("Task: put the apple in the fridge\n\nSubtask1: [End]\n", encoding="utf-8")
     (task / "keypath.json").write_text(json.dumps([["[Go to, fridge]", "[Open, fridge]", "[End]"]]), encoding="utf-8")
     (task / "scene.json").write_text("{}", encoding="utf-8")
-    graph.start_planner(backend="expert", data_dir=str(tmp_path))
+    graph.start_planner(backend="expert", expert_source="keypath", data_dir=str(tmp_path))
     graph.world.outcomes = [(True, 0, "", "None"), (False, 9, "E1", "Unable to open, the subtask is too difficult to "
                                                                   "perform"), (True, 0, "", "None")]
     result = graph.run(task_id="91", instruction="")

@@ -148,7 +148,7 @@ def plain_sampling(generation_config: Any) -> bool:
     """Whether generate() would change logits only by temperature, top-k and top-p under this generation config."""
     from transformers import GenerationConfig
 
-    default = GenerationConfig()
+    default = GenerationConfig()  # type: ignore[no-untyped-call]
     return all(getattr(generation_config, field, None) == getattr(default, field, None)
                for field in _OTHER_LOGITS_PROCESSING)
 
