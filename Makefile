@@ -9,7 +9,7 @@ setup:
 	@bash scripts/setup.sh
 
 # The main job on the embedded default: three EMMOE test tasks, one run each, SmolLM2-135M planning in the MuJoCo
-# apartment through the whole ROS 2 stack (about 10 minutes on 2 cores). Reruns resume. The full protocol:
+# apartment through the whole ROS 2 stack (about 3 minutes on 2 cores once set up). Reruns resume. The full protocol:
 #   homiebot run --tasks test --runs 3 --planner smollm2 --out runs/<exp>
 RUN_ARGS ?= --tasks 91,95,99 --runs 1 --planner smollm2 --out runs/smollm2_demo
 run: setup
