@@ -23,7 +23,8 @@ from it never matches (the notebooks would stop as well).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from emmoe_eval.dataset import Keypath
 from emmoe_eval.names import AliasTable, normalize
@@ -138,44 +139,37 @@ class KeypathMatcher:
         """TP: the best fraction of a keypath matched greedily, in order, by the successful steps."""
         done = [step for step in steps if step.success]
         if self._official:
-            return self._official_progress(done)
+            release = self._names.release
+            keys = [(step.action, release.get(step.target.strip().lower()) if step.target.strip() else None,
+                     release.get(step.place.strip().lower()) if step.place.strip() else _NONE) for step in done]
+            return _best_progress(self._official_paths, keys, lambda key, node: key[1] is not None
+                                  and key[1] == node[1] and key[2] == node[2])
         names = self._names
-        best = 0.0
-        for path in self._paths:
-            matched = 0
-            length = len(path)
-            for step in done:
-                node_action, node_target, node_place = path[matched]
-                if step.action == node_action and (node_action == "End" or (
-                        _name_matches(node_target, step.target, step.target_instance, step.target_canonical, names)
-                        and _place_matches(node_place, step, names))):
-                    matched += 1
-                    if matched == length:
-                        break
-            best = max(best, matched / length)
-            if best == 1.0:
-                break
-        return best
+        return _best_progress(self._paths, [(step.action, step) for step in done], lambda item, node: (
+            _name_matches(node[1], item[1].target, item[1].target_instance, item[1].target_canonical, names)
+            and _place_matches(node[2], item[1], names)))
 
-    def _official_progress(self, done: Sequence[Step]) -> float:
-        release = self._names.release
-        keys = [(step.action, release.get(step.target.strip().lower()) if step.target.strip() else None,
-                 release.get(step.place.strip().lower()) if step.place.strip() else _NONE) for step in done]
-        best = 0.0
-        for path in self._official_paths:
-            matched = 0
-            length = len(path)
-            for action, target, place in keys:
-                node_action, node_target, node_place = path[matched]
-                if action == node_action and (node_action == "End" or (
-                        target is not None and target == node_target and place == node_place)):
-                    matched += 1
-                    if matched == length:
-                        break
-            best = max(best, matched / length)
-            if best == 1.0:
-                break
-        return best
+
+def _best_progress(paths: Sequence[tuple[Any, ...]], items: Sequence[Any],
+                   same_object: Callable[[Any, Any], bool]) -> float:
+    """The best fraction of a path matched greedily, in order, by the items.
+
+    A path node and an item are (action, ...) tuples; they match when the actions are equal and the node is End or
+    `same_object(item, node)`.
+    """
+    best = 0.0
+    for path in paths:
+        matched = 0
+        for item in items:
+            node = path[matched]
+            if item[0] == node[0] and (node[0] == "End" or same_object(item, node)):
+                matched += 1
+                if matched == len(path):
+                    break
+        best = max(best, matched / len(path))
+        if best == 1.0:
+            break
+    return best
 
 
 def _unknown_names(node: SubtaskText, names: NameIndex, official: bool) -> list[str]:

@@ -25,9 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Collect, write the tasks, and report the steps that differ from their design."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from homiebot.cli import UsageError
+    from homiebot.commands._progress import progress_bar
     from homiebot.collect import CollectConfig, CollectError, collect
 
     try:
@@ -37,14 +37,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
-    columns = (TextColumn("[bold]tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        bar_task = bar.add_task("tasks", total=None)
-
-        def on_progress(progress, summary: str) -> None:
-            bar.update(bar_task, total=progress.total, completed=progress.done)
-            console.print(summary)
-
+    with progress_bar(console, "tasks") as on_progress:
         try:
             differences = collect(config, report=console.print, on_progress=on_progress)
         except CollectError as error:

@@ -34,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the pending runs, then score the experiment folder."""
     from emmoe_eval import cli as emmoe_eval_cli
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from homiebot.cli import UsageError
+    from homiebot.commands._progress import progress_bar
     from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks
 
     try:
@@ -47,14 +47,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
-    columns = (TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        bar_task = bar.add_task("runs", total=None)
-
-        def on_progress(progress, summary: str) -> None:
-            bar.update(bar_task, total=progress.total, completed=progress.done)
-            console.print(summary)
-
+    with progress_bar(console, "runs") as on_progress:
         try:
             progress = run_benchmark(config, report=console.print, on_progress=on_progress,
                                      echo_nodes=args.show_nodes)
