@@ -8,10 +8,10 @@ PYTEST := python -m pytest
 setup:
 	@bash scripts/setup.sh
 
-# The main job on the embedded default: three EMMOE test tasks, one run each, SmolLM2-135M planning in the MuJoCo
-# apartment through the whole ROS 2 stack (about 3 minutes on 2 cores once set up). Reruns resume. The full protocol:
-#   homiebot run --tasks test --runs 3 --planner smollm2 --out runs/<exp>
-RUN_ARGS ?= --tasks 91,95,99 --runs 1 --planner smollm2 --out runs/smollm2_demo
+# The main job on the embedded default: three EMMOE test tasks, one run each, HomieBot-135M (SmolLM2-135M-Instruct
+# with the LoRA adapter in models/homiebot-135m) planning in the MuJoCo apartment through the whole ROS 2 stack.
+# Reruns resume. The full protocol: homiebot run --tasks test --runs 3 --out runs/<exp>
+RUN_ARGS ?= --tasks 91,95,99 --runs 1 --planner homiebot --out runs/homiebot_demo
 run: setup
 	@$(ENV) homiebot doctor > /dev/null || homiebot doctor
 	@$(ENV) homiebot run $(RUN_ARGS)

@@ -19,6 +19,11 @@ export HOMIEBOT_ROOT="{root}"
 
 # Fast DDS must never multicast discovery on the network: every node of this project stays on loopback.
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+
+# Models and datasets load from local folders only: no hub requests, no telemetry.
+export HF_HUB_OFFLINE=1
+export HF_DATASETS_OFFLINE=1
+export HF_HUB_DISABLE_TELEMETRY=1
 export RMW_IMPLEMENTATION="${{RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}}"
 
 # The virtual environment (without its prompt change) and the ROS 2 wheels installed in it.

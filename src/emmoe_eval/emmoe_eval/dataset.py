@@ -30,6 +30,11 @@ SPLITS: tuple[str, ...] = ("train", "test")
 INFO_FILE = "info.txt"
 KEYPATH_FILE = "keypath.json"
 SCENE_FILE = "scene.json"
+# The EMMOE splits by task id.
+TRAIN_IDS = range(1, 91)
+TEST_IDS = range(91, 101)
+# Collected tasks: step number -> view -> the names visible when the step was planned (text observations).
+VISIBLE_FILE = "visible.json"
 SFT_FILE = "sft_train.json"
 DPO_FILE = "dpo_train.json"
 VIEWS: tuple[str, ...] = ("front", "left", "back", "right")
@@ -287,6 +292,17 @@ def split_names(split: str) -> tuple[str, ...]:
     if split in SPLITS:
         return (split,)
     raise DatasetError(f"unknown split {split!r}; expected train, test or all")
+
+
+def base_task_id(task_id: str) -> str:
+    """The EMMOE task a folder belongs to: `12_v3` (a seeded scene variant) -> `12`, `91` -> `91`."""
+    return task_id.split("_v", 1)[0]
+
+
+def is_test_task(task_id: str) -> bool:
+    """Whether a task folder is an EMMOE test task (91-100) or a variant of one."""
+    base = base_task_id(task_id)
+    return base.isdigit() and int(base) in TEST_IDS
 
 
 def task_sort_key(task_id: str) -> tuple[int, int | str]:

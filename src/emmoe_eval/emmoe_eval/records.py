@@ -72,7 +72,8 @@ def step_from_record(record: Any) -> Step:
 
     `inventory` is the inventory after the step; the timing fields go to `extra`; `images` names the four view files
     (`subtask{step}_{view}.png`) when the record carries views; the resolved target and place and the end reason are
-    copied when the record has them (records of older bags lack these fields).
+    copied when the record has them (records of older bags lack these fields), and so are the names visible when the
+    step was planned.
     """
     subtask = record.subtask
     feedback = record.feedback or (SUCCESS_FEEDBACK if record.success else None)
@@ -89,6 +90,7 @@ def step_from_record(record: Any) -> Step:
         target_canonical=getattr(record, "target_canonical", ""),
         place_instance=getattr(record, "place_instance", ""), place_canonical=getattr(record, "place_canonical", ""),
         end_reason=end_reason_of(record),
+        visible={item.view: tuple(item.names) for item in getattr(record, "visible", ())} or None,
     )
 
 

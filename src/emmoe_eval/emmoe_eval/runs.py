@@ -18,6 +18,7 @@
 | `target_instance`, `place_instance` | str | optional: the scene instance the target / place resolved to (`apple_0`) |
 | `target_canonical`, `place_canonical` | str | optional: that instance's alias-table entry (`003_cracker_box`) |
 | `end_reason` | str | optional, last line only: why the run ended (one of `END_REASONS`) |
+| `visible` | object | optional: view (`front`, `left`, `back`, `right`) -> the names visible in it when the step was planned |
 
 Any other key is kept in `Step.extra` and written back unchanged. The last line may instead be a run-end marker,
 `{"step": n, "action": null, "end_reason": "gave_up"}`: not an executed step, it only carries the end reason.
@@ -50,7 +51,8 @@ INFRASTRUCTURE_ERROR = "error"
 NOT_PLANNER_RESULTS: tuple[str, ...] = (INFRASTRUCTURE_ERROR, "cancelled")
 RESOLVED_KEYS: tuple[str, ...] = ("target_instance", "target_canonical", "place_instance", "place_canonical")
 _REQUIRED_KEYS = ("step", "action", "target", "place", "model", "success", "feedback")
-_KNOWN_KEYS = frozenset(_REQUIRED_KEYS + ("analysis", "raw_output", "inventory", "error_type", "images", "end_reason")
+_KNOWN_KEYS = frozenset(_REQUIRED_KEYS + ("analysis", "raw_output", "inventory", "error_type", "images", "end_reason",
+                                          "visible")
                         + RESOLVED_KEYS)
 
 
@@ -81,6 +83,7 @@ class Step:
         place_instance: Put only: the scene instance the place resolved to ("" when unknown).
         place_canonical: its canonical entry ("" when unknown).
         end_reason: on the run's last step only: why the run ended (one of END_REASONS), else None.
+        visible: view -> names visible in it (canonical) in the observation the step was planned on, when recorded.
     """
 
     step: int
@@ -101,6 +104,7 @@ class Step:
     place_instance: str = ""
     place_canonical: str = ""
     end_reason: str | None = None
+    visible: Mapping[str, tuple[str, ...]] | None = None
 
     @property
     def is_end(self) -> bool:
@@ -133,6 +137,8 @@ class Step:
                 line[key] = getattr(self, key)
         if self.end_reason is not None:
             line["end_reason"] = self.end_reason
+        if self.visible is not None:
+            line["visible"] = {view: list(names) for view, names in self.visible.items()}
         if self.extra:
             line.update({key: value for key, value in self.extra.items() if key not in line})
         return line
@@ -201,8 +207,17 @@ def _step_from_line(line: Any) -> Step:
         extra={key: line[key] for key in extra_keys} if extra_keys else None,
         target_instance=line.get("target_instance") or "", target_canonical=line.get("target_canonical") or "",
         place_instance=line.get("place_instance") or "", place_canonical=line.get("place_canonical") or "",
-        end_reason=line.get("end_reason"),
+        end_reason=line.get("end_reason"), visible=_visible(line),
     )
+
+
+def _visible(line: dict[str, Any]) -> dict[str, tuple[str, ...]] | None:
+    value = line.get("visible")
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise _LineError("'visible' must be an object of view -> list of names")
+    return {str(view): _string_list(value, view) or () for view in value}
 
 
 def _marker_reason(line: Any) -> str | None:

@@ -17,8 +17,10 @@ from emmoe_eval.runs import RunFormatError, Step, TrajectoryWriter, read_traject
 def test_step_json_round_trip_keeps_optional_and_unknown_keys():
     step = Step(3, "Put", "apple", "fridge", "RT-1-X", False, "Unable to put, the hand is empty", analysis="a",
                 raw_output="Analysis: a\nSubtask: [Put, apple, fridge]\nModel: RT-1-X", inventory=(),
-                error_type="L2", images=("subtask3_front.png",), extra={"planning_seconds": 1.5})
+                error_type="L2", images=("subtask3_front.png",), extra={"planning_seconds": 1.5},
+                visible={"front": ("frl_apartment_refrigerator", "013_apple"), "left": ()})
     line = step.to_json()
+    assert line["visible"] == {"front": ["frl_apartment_refrigerator", "013_apple"], "left": []}
     assert line["place"] == "fridge" and line["planning_seconds"] == 1.5
     assert Step.from_json(json.loads(json.dumps(line)), "x:1") == step
     end = Step(4, "End", model="None")
@@ -36,6 +38,10 @@ def test_step_json_round_trip_keeps_optional_and_unknown_keys():
      "'target' must be a string or null"),
     ({"step": 1, "action": "Pick", "target": "a", "place": None, "model": "m", "success": True, "feedback": "None",
       "inventory": "apple"}, "'inventory' must be a list of strings"),
+    ({"step": 1, "action": "Pick", "target": "a", "place": None, "model": "m", "success": True, "feedback": "None",
+      "visible": ["apple"]}, "'visible' must be an object"),
+    ({"step": 1, "action": "Pick", "target": "a", "place": None, "model": "m", "success": True, "feedback": "None",
+      "visible": {"front": "apple"}}, "'front' must be a list of strings"),
 ])
 def test_invalid_lines_are_rejected_with_the_location(line, message):
     with pytest.raises(RunFormatError, match=f"run.jsonl:7: .*{message}"):

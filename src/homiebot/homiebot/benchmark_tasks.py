@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from emmoe_eval.dataset import write_task
+from emmoe_eval.dataset import TEST_IDS, TRAIN_IDS, write_task
 from emmoe_eval.names import default_alias_table
 from emmoe_eval.protocol import SUCCESS_FEEDBACK
 
@@ -34,8 +34,6 @@ __all__ = ["DEFAULT_DEFINITIONS", "TEST_IDS", "TRAIN_IDS", "TaskDefinition", "Ta
            "scene_for", "split_of", "variant_id"]
 
 DEFAULT_DEFINITIONS: tuple[Path, ...] = (Path("data/tasks/emmoe_train.yaml"), Path("data/tasks/emmoe_test.yaml"))
-TRAIN_IDS = range(1, 91)
-TEST_IDS = range(91, 101)
 
 
 def split_of(task_id: int) -> str:

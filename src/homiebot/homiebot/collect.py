@@ -5,12 +5,15 @@ planner replaying its info.txt block by block, designed failures included (exper
 in a work folder (resumable: a run with a score is not run again); then each task is written to the output data
 folder in the official layout: info.txt with the subtasks, models and analyses of the design but the feedback and
 inventory the stack really returned, keypath.json and scene.json as committed, and the four views the stack recorded
-after every subtask (`subtask{n}_{front,left,back,right}.png`). Every step whose outcome differs from its design
-(another error type or feedback string, a missing step) is reported.
+after every subtask (`subtask{n}_{front,left,back,right}.png`), and `visible.json`: for each subtask, the names
+visible per view when it was planned (what a text-only planner is shown). Every step whose outcome differs from its design
+(another error type or feedback string, a missing step) is reported, and such a task is left out of the output
+folder (its raw run stays in the work folder).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -22,6 +25,7 @@ from emmoe_eval.dataset import (
     KEYPATH_FILE,
     SCENE_FILE,
     VIEWS,
+    VISIBLE_FILE,
     InfoTrajectory,
     Task,
     format_info,
@@ -138,6 +142,9 @@ def write_collected(task: Task, run_dir: Path, out: Path) -> list[Difference]:
         if (task.directory / name).is_file():
             shutil.copyfile(task.directory / name, target / name)
     differences = compare(task.task_id, task.info, steps)
+    executed = [step for step in steps if step.action]
+    visible = {str(step.step): dict(step.visible) for step in executed if step.visible is not None}
+    (target / VISIBLE_FILE).write_text(json.dumps(visible, indent=0), encoding="utf-8")
     for index in range(1, len([step for step in steps if step.action]) + 1):
         for view in VIEWS:
             source = run_dir / image_name(index, view)
@@ -171,5 +178,8 @@ def collect(config: CollectConfig, report: Callable[[str], None] = print,
         if not (run_dir / TRAJECTORY_FILE).is_file():
             differences.append(Difference(task_id, 0, "a recorded run", "no run"))
             continue
-        differences.extend(write_collected(task, run_dir, config.out))
+        found = write_collected(task, run_dir, config.out)
+        if found:  # a trajectory that did not happen as designed would teach the wrong next step
+            shutil.rmtree(config.out / task.split / task.task_id)
+        differences.extend(found)
     return differences

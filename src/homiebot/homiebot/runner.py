@@ -34,7 +34,7 @@ from emmoe_eval import topics
 from homiebot.ros_clients import require_localhost_discovery
 from homiebot.supervisor import ProcessSpec, Supervisor
 
-PLANNERS = ("smollm2", "mock", "expert", "openai", "hf", "random")
+PLANNERS = ("homiebot", "smollm2", "mock", "expert", "openai", "hf", "random")
 SCORE_FILE = "score.json"
 PLANNER_NODE = "planner"
 EVALUATOR_NODE = topics.EVALUATOR_NODE
@@ -70,7 +70,7 @@ class RunnerConfig:
         data_dir: EMMOE data folder with train/ and test/.
         jobs: parallel stacks.
         max_steps: planner step limit per run.
-        model: openai: model name; hf: local model path.
+        model: openai: model name; hf: local model path; homiebot: another adapter folder (default: the shipped one).
         base_url: openai: server URL.
         params_file: ROS parameter file of the stack.
         overrides: extra `NODE.PARAM=VALUE` parameters.
@@ -82,7 +82,7 @@ class RunnerConfig:
     tasks: str
     out: Path
     runs: int = 3
-    planner: str = "smollm2"
+    planner: str = "homiebot"
     data_dir: Path = Path("data")
     jobs: int = 1
     max_steps: int = 20
@@ -157,6 +157,8 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
         planner.update(openai_model=config.model, openai_base_url=config.base_url)
     elif config.planner == "hf":
         planner["hf_model_path"] = str(Path(config.model).resolve())
+    elif config.planner == "homiebot" and config.model:
+        planner["homiebot_adapter_dir"] = str(Path(config.model).resolve())
     overrides: dict[str, dict[str, object]] = {
         PLANNER_NODE: planner,
         EVALUATOR_NODE: {"out_dir": out, "data_dir": data_dir, "record_videos": config.record_videos},

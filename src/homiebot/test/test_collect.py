@@ -3,6 +3,8 @@ differs from its design is reported; `homiebot tasks build --variants` keeps tes
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ def _recorded_run(run_dir: Path, task, wrong_step: int | None = None) -> None:
         steps.append(Step(step=block.index, action=block.subtask.action, target=block.subtask.target,
                           place=block.subtask.place, model=block.model, success=feedback == "None",
                           feedback=feedback, inventory=tuple(block.inventory.split()) if block.inventory != "None"
-                          else ()))
+                          else (), visible={"front": (f"seen_before_{block.index}",)}))
         for view in ("front", "left", "back", "right"):
             (run_dir / f"subtask{block.index}_{view}.png").write_bytes(PIXEL)
     write_trajectory(run_dir / "trajectory.jsonl", steps)
@@ -42,6 +44,8 @@ def test_a_run_as_designed_is_written_in_the_official_layout(tmp_path):
     assert read_info(written / "info.txt") == task.info
     assert (written / "keypath.json").read_text() == (task.directory / "keypath.json").read_text()
     assert len(list(written.glob("subtask*_*.png"))) == 4 * len(task.info.blocks)
+    visible = json.loads((written / "visible.json").read_text())
+    assert visible == {str(block.index): {"front": [f"seen_before_{block.index}"]} for block in task.info.blocks}
 
 
 def test_a_step_that_differs_from_its_design_is_reported(tmp_path):

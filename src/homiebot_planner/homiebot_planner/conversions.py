@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from emmoe_interfaces.msg import StepRecord, Subtask
+from emmoe_interfaces.msg import StepRecord, Subtask, VisibleObjects
 from emmoe_interfaces.srv import GetObservation
 from sensor_msgs.msg import Image
 
@@ -68,6 +68,8 @@ def step_record(episode_id: str, instruction: str, run_index: int, planner_name:
     record.end_reason = step.end_reason.value if step.end_reason is not None else ""
     record.error_msg = step.error_msg
     record.views = list(views)
+    record.visible = [VisibleObjects(view=view, names=list(step.visible.get(view, ()))) for view in VIEW_ORDER
+                      if view in step.visible]
     decision, execution = step.decision, step.execution
     if decision is not None:
         record.raw_output = decision.raw_output

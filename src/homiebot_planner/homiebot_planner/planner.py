@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import SubtaskText, is_small_object
+from emmoe_eval.protocol import SubtaskText, classify_feedback, is_small_object
 
 from homiebot_planner.backends.base import ChatMessage, DecodingConstraints, GenerationRequest, PlannerBackend
 from homiebot_planner.memory import PlannerMemory
@@ -50,6 +50,9 @@ class PlannerConfig:
             says front, left, back, right); off by default.
         display_names: show text-only planners readable aliases (`apple`) instead of canonical ids (`013_apple`).
         hand_rules: constrained decoding also forbids Pick/Open/Close with a full hand and Put with an empty one.
+        object_rules: constrained decoding lets Pick take only small objects and Open/Close only furniture.
+        no_repeat: constrained decoding does not offer the previous subtask again (its outcome would repeat), unless
+            it failed in execution (E1-E3).
         parser: how answers are parsed: "release", "release_bracket" or "strict" (homiebot_planner.parsing).
     """
 
@@ -63,6 +66,8 @@ class PlannerConfig:
     release_image_order: bool = False
     display_names: bool = True
     hand_rules: bool = True
+    object_rules: bool = True
+    no_repeat: bool = True
     parser: str = "strict"
 
     def __post_init__(self) -> None:
@@ -78,6 +83,10 @@ class PlannerConfig:
             raise ValueError(f"max_new_tokens must be >= 8, got {self.max_new_tokens}")
         if self.parser not in PARSERS:
             raise ValueError(f"parser must be one of {', '.join(PARSERS)}, got {self.parser!r}")
+
+
+# Execution failures: a retry of the same subtask may succeed.
+RETRYABLE_ERRORS: tuple[str, ...] = ("E1", "E2", "E3")
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,7 @@ class Planner:
         self.config = config or PlannerConfig()
         self.memory = PlannerMemory(task, window=self.config.history_window)
         self._alias_table = alias_table or default_alias_table()
-        self._system = system_prompt(backend.observation_mode)
+        self._system = backend.system_prompt(system_prompt(backend.observation_mode))
 
     @property
     def observation_mode(self) -> str:
@@ -172,7 +181,17 @@ class Planner:
                 if not is_small_object(canonical):
                     receptacles[shown] = None
         return DecodingConstraints(visible=tuple(visible), held=tuple(self.memory.inventory),
-                                   receptacles=tuple(receptacles), hand_rules=self.config.hand_rules)
+                                   receptacles=tuple(receptacles), hand_rules=self.config.hand_rules,
+                                   object_rules=self.config.object_rules, repeated=self._repeat_forbidden())
+
+    def _repeat_forbidden(self) -> tuple[str, ...]:
+        """With `no_repeat`: the previous subtask, unless it failed in execution (E1-E3, where a retry may work)."""
+        if not self.config.no_repeat or not self.memory.executed:
+            return ()
+        last = self.memory.executed[-1]
+        if not last.success and classify_feedback(last.feedback) in RETRYABLE_ERRORS:
+            return ()
+        return (", ".join(part for part in (last.subtask.action, last.subtask.target, last.subtask.place) if part),)
 
     def user_message(self, observation: Observation) -> str:
         """The user message of the next step."""
@@ -181,8 +200,9 @@ class Planner:
                                   self.config.request_variant, visible)
 
     def messages(self, observation: Observation, user_message: str) -> tuple[ChatMessage, ...]:
-        """System prompt, optional in-context example, the conversation window and the current turn."""
-        messages = [ChatMessage("system", self._system)]
+        """System prompt (unless the backend's model takes none), optional in-context example, the conversation
+        window and the current turn."""
+        messages = [ChatMessage("system", self._system)] if self._system is not None else []
         if self.config.in_context_example:
             example = in_context_example()
             messages += [ChatMessage("user", example.user), ChatMessage("assistant", example.assistant)]

@@ -15,8 +15,8 @@ with `EndReason.ERROR` and the cause; they are never scored as the planner's res
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
@@ -102,6 +102,7 @@ class EpisodeStep:
         execution: the executor's answer (None on a marker).
         inventory_before: held objects before the step.
         views: the views after the step (those seen before it for End and markers).
+        visible: the names visible per view (canonical) in the observation the step was planned on.
         end_reason: the run's end reason when this is its last record, None otherwise.
         error_msg: the fault's detail when the run ended with EndReason.ERROR, "" otherwise.
     """
@@ -111,6 +112,7 @@ class EpisodeStep:
     execution: Execution | None
     inventory_before: tuple[str, ...]
     views: Sequence[Any] = ()
+    visible: Mapping[str, Sequence[str]] = field(default_factory=dict)
     end_reason: EndReason | None = None
     error_msg: str = ""
 
@@ -199,6 +201,7 @@ class _EpisodeLoop:
         self.cancel = cancel
         self.steps = 0
         self.views: Sequence[Any] = ()
+        self.visible: Mapping[str, Sequence[str]] = {}
 
     def run(self, max_steps: int) -> EpisodeResult:
         try:
@@ -209,6 +212,7 @@ class _EpisodeLoop:
             return self._marker(None, EndReason.CANCELLED, "cancelled while observing")
         while True:
             self.views = observed.views
+            self.visible = observed.observation.visible
             if self.cancel.is_set():
                 return self._marker(None, EndReason.CANCELLED, "cancelled")
             inventory_before = tuple(self.planner.memory.inventory)
@@ -260,7 +264,8 @@ class _EpisodeLoop:
         reason, message, source = end if end is not None else (None, "", None)
         self.recorder.record(EpisodeStep(
             number=decision.round_number, decision=decision, execution=execution, inventory_before=inventory_before,
-            views=views, end_reason=reason, error_msg=message if reason is EndReason.ERROR else ""))
+            views=views, visible=self.visible, end_reason=reason,
+            error_msg=message if reason is EndReason.ERROR else ""))
         if reason is None:
             return None, observed
         return EpisodeResult(reason, self.steps, message, source), None
@@ -271,6 +276,7 @@ class _EpisodeLoop:
         inventory = tuple(self.planner.memory.inventory)
         self.recorder.record(EpisodeStep(
             number=self.planner.memory.next_round if decision is None else decision.round_number,
-            decision=decision, execution=None, inventory_before=inventory, views=self.views, end_reason=reason,
+            decision=decision, execution=None, inventory_before=inventory, views=self.views, visible=self.visible,
+            end_reason=reason,
             error_msg=message if reason is EndReason.ERROR else ""))
         return EpisodeResult(reason, self.steps, message, source)

@@ -5,7 +5,7 @@ mapping of values into the node config, the planner-loop config and the config o
 
 Three loop settings default to "auto", which follows the chosen backend as the EMMOE release does (docs/fidelity.md):
 - `parser`: "release_bracket" for openai (the release's API scripts use only the bracketed pattern), "release" for
-  hf (its open-model scripts), "strict" for smollm2, mock, expert and random, whose answers are well-formed by
+  hf (its open-model scripts), "strict" for homiebot, smollm2, mock, expert and random, whose answers are well-formed by
   construction (constrained decoding, scripts, generated text), so every parser reads them the same way;
 - `temperature`: none sent for openai (the API's default, as the release's GPT-4o/Gemini scripts), 0.2 otherwise
   (the release's HomieBot loop); "none" sends none for any backend, a number forces it;
@@ -28,6 +28,7 @@ from homiebot_planner.backends import (
     RandomConfig,
     SmolLM2Config,
 )
+from homiebot_planner.backends.smollm2 import default_adapter_dir
 from homiebot_planner.planner import PlannerConfig
 
 TRI_STATE = ("auto", "true", "false")
@@ -45,8 +46,8 @@ BACKEND_DEFAULTS: dict[str, tuple[str, float | None, int]] = {
 LOCAL_DEFAULTS: tuple[str, float | None, int] = ("strict", 0.2, 1024)
 
 PARAMETER_DEFAULTS: dict[str, Any] = {
-    # Which backend plans: mock, expert, openai, hf, random or smollm2 (the embedded default).
-    "backend": "smollm2",
+    # Which backend plans: homiebot (the trained default), smollm2 (untuned), mock, expert, openai, hf or random.
+    "backend": "homiebot",
     # The planning loop (EMMOE defaults).
     "max_steps": 20,
     "max_samples": 5,
@@ -61,7 +62,9 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     "require_valid": False,
     "release_image_order": False,
     "hand_rules": True,
-    # Constrained decoding for local backends: auto = on for smollm2, off for hf.
+    "object_rules": True,
+    "no_repeat": True,
+    # Constrained decoding for local backends: auto = on for homiebot and smollm2, off for hf.
     "constrained_decoding": "auto",
     "analysis_max_tokens": 48,
     # Local backends: reuse the prompt's constant start and walk the token trie (false: the plain generate() path).
@@ -104,8 +107,9 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     # random (the random-valid-action baseline)
     "random_seed": 0,
     "random_end_probability": 0.05,
-    # smollm2
+    # smollm2 and homiebot (HomieBot-135M: smollm2 with the trained adapter; "" = $HOMIEBOT_ROOT/models/homiebot-135m)
     "smollm2_cache_dir": "",
+    "homiebot_adapter_dir": "",
     "num_threads": 0,
 }
 
@@ -199,10 +203,12 @@ def backend_config(values: Mapping[str, Any]) -> BackendConfig:
                         prefix_cache=bool(values["prefix_cache"]))
     if kind == "random":
         return RandomConfig(seed=int(values["random_seed"]), end_probability=float(values["random_end_probability"]))
-    if kind == "smollm2":
+    if kind in ("smollm2", "homiebot"):
+        adapter = "" if kind == "smollm2" else (values["homiebot_adapter_dir"] or str(default_adapter_dir()))
         return SmolLM2Config(cache_dir=values["smollm2_cache_dir"], constrained=constrained != "false",
                              analysis_max_tokens=int(values["analysis_max_tokens"]),
-                             num_threads=int(values["num_threads"]), prefix_cache=bool(values["prefix_cache"]))
+                             num_threads=int(values["num_threads"]), prefix_cache=bool(values["prefix_cache"]),
+                             adapter_dir=adapter)
     raise ValueError(f"backend must be one of {', '.join(BACKEND_KINDS)}, not {kind!r}")
 
 
@@ -262,7 +268,8 @@ def build_settings(values: Mapping[str, Any]) -> Settings:
         max_samples=int(merged["max_samples"]), history_window=int(merged["history_window"]),
         request_variant=merged["request_variant"], temperature=temperature, max_new_tokens=max_new_tokens,
         require_valid=bool(merged["require_valid"]), release_image_order=bool(merged["release_image_order"]),
-        hand_rules=bool(merged["hand_rules"]), parser=parser,
+        hand_rules=bool(merged["hand_rules"]), object_rules=bool(merged["object_rules"]),
+        no_repeat=bool(merged["no_repeat"]), parser=parser,
     )
     return Settings(node=node, planner=planner, backend=backend_config(merged),
                     in_context_example=_tri_state("in_context_example", merged["in_context_example"]))

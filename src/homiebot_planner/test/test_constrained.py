@@ -16,6 +16,14 @@ def test_endings_with_an_empty_hand() -> None:
     assert endings == [
         "Go to, apple]\nModel: NoMaD", "Go to, apple]\nModel: PixNav",
         "Go to, fridge]\nModel: NoMaD", "Go to, fridge]\nModel: PixNav",
+        "Pick, apple]\nModel: RT-1-X", "Open, fridge]\nModel: octo", "Close, fridge]\nModel: octo",
+        "End]\nModel: None",
+    ]
+    loose = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), receptacles=("fridge",),
+                                                object_rules=False))
+    assert loose == [
+        "Go to, apple]\nModel: NoMaD", "Go to, apple]\nModel: PixNav",
+        "Go to, fridge]\nModel: NoMaD", "Go to, fridge]\nModel: PixNav",
         "Pick, apple]\nModel: RT-1-X", "Pick, fridge]\nModel: RT-1-X",
         "Open, apple]\nModel: octo", "Open, fridge]\nModel: octo",
         "Close, apple]\nModel: octo", "Close, fridge]\nModel: octo",
@@ -31,6 +39,13 @@ def test_endings_while_holding() -> None:
     loose = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), hand_rules=False))
     assert "Put, apple, fridge]\nModel: RT-1-X" in loose and "Pick, apple]\nModel: RT-1-X" in loose
     assert allowed_endings(DecodingConstraints()) == ["End]\nModel: None"]
+
+
+def test_the_previous_subtask_is_not_offered_again() -> None:
+    endings = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), receptacles=("fridge",),
+                                                  repeated=("Go to, fridge",)))
+    assert not any(ending.startswith("Go to, fridge]") for ending in endings)
+    assert "Go to, apple]\nModel: PixNav" in endings and "Open, fridge]\nModel: octo" in endings
 
 
 def test_every_ending_completes_a_valid_answer() -> None:

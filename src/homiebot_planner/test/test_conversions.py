@@ -51,8 +51,11 @@ def test_step_record_fields() -> None:
                           feedback="Unable to put, and the object is missing", target_instance="apple_0",
                           target_canonical="013_apple", place_instance="fridge_0", place_canonical="fridge",
                           seconds=2.0)
-    step = EpisodeStep(number=3, decision=decision, execution=execution, inventory_before=("apple",))
+    step = EpisodeStep(number=3, decision=decision, execution=execution, inventory_before=("apple",),
+                       visible={"front": ["frl_apartment_refrigerator"], "back": []})
     record = step_record("91", "i", 2, "mock", "text", step)
+    assert [(item.view, list(item.names)) for item in record.visible] == [
+        ("front", ["frl_apartment_refrigerator"]), ("back", [])]
     assert (record.step, record.subtask.action, record.subtask.target, record.subtask.place, record.subtask.model) == (
         3, "Put", "apple", "fridge", "RT-1-X")
     assert (record.inventory_before, record.inventory_after, record.error_type) == (["apple"], [], "E2")

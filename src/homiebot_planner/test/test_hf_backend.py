@@ -79,7 +79,7 @@ def test_llava_gets_four_images(tiny_models: dict[str, Path]) -> None:
 
 def test_peft_adapter_directory(tiny_models: dict[str, Path], tmp_path: Path) -> None:
     backend = HFBackend(HFConfig(model_path=str(tiny_models["adapter"]), constrained=True, analysis_max_tokens=4))
-    assert type(backend.loaded.model).__name__ == "PeftModel"
+    assert type(backend.loaded.model).__name__ != "PeftModel"  # merged into the base at load time
     decision = Planner(backend, "t").decide(_observation())
     assert decision.valid and not decision.gave_up
     moved = tmp_path / "adapter"
@@ -90,6 +90,23 @@ def test_peft_adapter_directory(tiny_models: dict[str, Path], tmp_path: Path) ->
     with pytest.raises(BackendError, match="not a local directory; set hf_base_model_path"):
         HFBackend(HFConfig(model_path=str(moved)))
     assert HFBackend(HFConfig(model_path=str(moved), base_model_path=str(tiny_models["lm"]))).loaded is not None
+
+
+def test_a_checkpoint_trained_without_a_system_turn_is_prompted_without_one(tiny_models: dict[str, Path],
+                                                                            tmp_path: Path) -> None:
+    trained = tmp_path / "trained"
+    shutil.copytree(tiny_models["adapter"], trained)
+    untouched = Planner(HFBackend(HFConfig(model_path=str(trained))), "t")
+    assert untouched.messages(_observation(), "u")[0].text == system_prompt("text")
+    (trained / "planner_prompt.json").write_text(json.dumps({"system_prompt": None}))
+    planner = Planner(HFBackend(HFConfig(model_path=str(trained))), "t")
+    assert [message.role for message in planner.messages(_observation(), "u")] == ["user"]
+    (trained / "planner_prompt.json").write_text(json.dumps({"system_prompt": "Plan the next subtask."}))
+    planner = Planner(HFBackend(HFConfig(model_path=str(trained))), "t")
+    assert planner.messages(_observation(), "u")[0].text == "Plan the next subtask."
+    (trained / "planner_prompt.json").write_text(json.dumps({"system_prompt": 3}))
+    with pytest.raises(BackendError, match="system_prompt must be a string or null"):
+        HFBackend(HFConfig(model_path=str(trained)))
 
 
 def test_four_bit_loading(tiny_models: dict[str, Path]) -> None:

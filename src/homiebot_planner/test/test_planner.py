@@ -125,6 +125,25 @@ def test_text_mode_gets_display_names_and_constraints() -> None:
     assert request.constraints.visible == ("fridge", "apple", "sofa")
     assert request.constraints.receptacles == ("fridge", "sofa")
     assert request.constraints.held == ("bowl",)
+    assert request.constraints.object_rules and request.constraints.repeated == ()
+
+
+@pytest.mark.parametrize(("success", "feedback", "repeated"), [
+    (True, None, ("Go to, fridge",)),
+    (False, "Unable to go to, the target is far away", ("Go to, fridge",)),
+    (False, "Unable to go to, the subtask is too difficult to perform", ()),  # E1: a retry may succeed
+])
+def test_the_previous_subtask_is_offered_again_only_after_an_execution_failure(success: bool, feedback: str | None,
+                                                                               repeated: tuple[str, ...]) -> None:
+    backend = MockBackend(MockConfig(outputs=(GO,), observation_mode="text"))
+    planner = Planner(backend, TASK)
+    decision = planner.decide(Observation(visible={"front": ["frl_apartment_refrigerator"]}))
+    planner.record_result(decision, success, feedback, [])
+    planner.decide(Observation(visible={"front": ["frl_apartment_refrigerator"]}))
+    assert backend.requests[-1].constraints.repeated == repeated
+    off = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK, PlannerConfig(no_repeat=False))
+    off.record_result(off.decide(Observation()), True, None, [])
+    assert off.constraints(Observation()).repeated == ()
 
 
 def test_config_validation() -> None:

@@ -313,7 +313,7 @@ def test_bad_parameter_exits_with_a_clear_message(ros_process: Callable[..., Any
     process = ros_process("-m", "homiebot_planner.planner_node", "--ros-args", "-p", "backend:=llama")
     assert process.process.wait(timeout=60) == 2
     process.stop()
-    assert "planner_node: error: backend must be one of mock, expert, openai, hf, smollm2, random, not 'llama'" in process.output()
+    assert "planner_node: error: backend must be one of mock, expert, openai, hf, smollm2, homiebot, random, not 'llama'" in process.output()
     assert "Traceback" not in process.output()
 
 

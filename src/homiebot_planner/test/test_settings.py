@@ -9,12 +9,15 @@ import pytest
 
 from homiebot_planner.backends import ExpertConfig, HFConfig, MockConfig, OpenAIConfig, SmolLM2Config
 from homiebot_planner.episode import InvalidTaskError, free_episode_id, resolve_episode
+from homiebot_planner.backends.smollm2 import default_adapter_dir
 from homiebot_planner.settings import PARAMETER_DEFAULTS, build_settings, resolve_in_context_example
 
 
 def test_defaults_are_the_benchmark_settings() -> None:
     settings = build_settings({})
     assert isinstance(settings.backend, SmolLM2Config) and settings.backend.constrained
+    assert Path(settings.backend.adapter_dir) == default_adapter_dir()  # HomieBot-135M, the trained default
+    assert build_settings({"backend": "smollm2"}).backend.adapter_dir == ""  # type: ignore[union-attr]
     assert (settings.node.max_steps, settings.planner.max_samples, settings.planner.history_window,
             settings.planner.temperature, settings.planner.request_variant) == (20, 5, 0, 0.2, "live")
     assert settings.in_context_example == "auto"
@@ -54,6 +57,8 @@ def test_each_backend_kind() -> None:
     assert not build_settings({"backend": "hf", "hf_model_path": "/m"}).backend.constrained  # type: ignore[union-attr]
     smol = build_settings({"constrained_decoding": "false"}).backend
     assert isinstance(smol, SmolLM2Config) and not smol.constrained
+    with pytest.raises(ValueError, match="not a LoRA adapter folder"):
+        build_settings({"backend": "homiebot", "homiebot_adapter_dir": str(Path(__file__).parent)})
 
 
 def test_mock_script_file(tmp_path: Path) -> None:

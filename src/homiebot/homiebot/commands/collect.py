@@ -44,5 +44,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from error
     for difference in differences:
         print(f"differs: {difference}")
-    print(f"collected into {config.out}; {len(differences)} step(s) differ from their design")
+    left_out = sorted({difference.task_id for difference in differences})
+    print(f"collected into {config.out}; {len(differences)} step(s) differ from their design"
+          + (f"; left out: {', '.join(left_out)}" if left_out else ""))
     return 1 if differences else 0

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                         "rewritten variants of every trajectory")
     build.add_argument("--no-images", dest="images", action="store_false",
                        help="text-only samples: no image lists, no <image> tokens, images need not exist")
+    build.add_argument("--prompt-style", choices=("release", "planner"), default="release",
+                       help="human turns as in the released SFT data (default) or as the run-time planner writes them, "
+                            "with the visible objects per view (text-only planners; needs `homiebot collect` output)")
     build.add_argument("--no-hf", dest="hf_datasets", action="store_false",
                        help="skip the Hugging Face datasets (write only the JSON files)")
 
@@ -66,7 +69,7 @@ def _build(args: argparse.Namespace) -> int:
     from homiebot_planner.training.build import BuildConfig, build_datasets
 
     config = BuildConfig(data_dir=args.data, out_dir=args.out, split=args.split, paraphrases=args.paraphrases,
-                         images=args.images, hf_datasets=args.hf_datasets)
+                         images=args.images, hf_datasets=args.hf_datasets, prompt_style=args.prompt_style)
     counts = build_datasets(config)
     for line in counts.summary_lines():
         print(line)

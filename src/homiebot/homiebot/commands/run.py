@@ -14,12 +14,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--tasks", default="test", help="train, test, all, or task ids like 91,93 (default: test)")
     parser.add_argument("--runs", type=int, default=3, help="runs per task (default: 3, as the benchmark)")
-    parser.add_argument("--planner", choices=PLANNERS, default="smollm2", help="planner backend (default: smollm2)")
+    parser.add_argument("--planner", choices=PLANNERS, default="homiebot",
+                        help="planner backend (default: homiebot, the trained HomieBot-135M; smollm2 is it untuned)")
     parser.add_argument("--out", type=Path, required=True, help="experiment folder, e.g. runs/my_exp")
     parser.add_argument("--data", type=Path, default=Path("data"), help="EMMOE data folder (default: data)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel stacks, each on its own ROS_DOMAIN_ID")
     parser.add_argument("--max-steps", type=int, default=20, help="planner steps per run (default: 20)")
-    parser.add_argument("--model", default="", help="openai: model name; hf: local model folder")
+    parser.add_argument("--model", default="", help="openai: model name; hf: local model folder; homiebot: an adapter folder other than models/homiebot-135m")
     parser.add_argument("--base-url", default="", help="openai: server URL (the key comes from OPENAI_API_KEY)")
     parser.add_argument("--config", type=Path, help="ROS parameter file (default: the installed emmoe_sim.yaml)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NODE.PARAM=VALUE",

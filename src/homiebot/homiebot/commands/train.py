@@ -46,8 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         sub.add_argument("--no-images", dest="images", action="store_false", default=None,
                          help="train a vision-language model on text only")
         sub.add_argument("--device", choices=("auto", "cpu", "cuda"), help="where to train (default auto)")
+        sub.add_argument("--cpu-bf16", action="store_true", default=None,
+                         help="bfloat16 autocast on the CPU (about 1.5x faster on CPUs with AMX or AVX-512 BF16)")
         sub.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=None,
                          help="trade compute for memory (default: on with a GPU, off on CPU)")
+        sub.add_argument("--validation-tasks", type=lambda text: tuple(item.strip() for item in text.split(",")
+                                                                     if item.strip()),
+                         help="comma-separated train task ids held out (with their variants) for the validation loss")
+        sub.add_argument("--eval-steps", type=int, help="measure the validation loss every N steps (default: at the end)")
+        sub.add_argument("--save-steps", type=int,
+                         help="resumable checkpoint every N steps; rerunning the command continues from the last one")
+        sub.add_argument("--adapter-dtype", choices=("float32", "float16"),
+                         help="precision of the saved LoRA weights (default float32; float16 halves the file)")
         sub.add_argument("--seed", type=int, help="random seed (default 42)")
         sub.add_argument("--logging-steps", type=int, help="log the loss every N steps (default 10)")
         if stage == "dpo":
@@ -65,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     settings = {name: getattr(args, name, None) for name in (
         "split", "lora_r", "lora_alpha", "lora_dropout", "learning_rate", "epochs", "batch_size",
         "per_device_batch_size", "max_length", "max_steps", "warmup_ratio", "lr_scheduler", "optim", "load_in_4bit",
-        "save", "images", "device", "gradient_checkpointing", "seed", "logging_steps", "beta")}
+        "save", "images", "device", "cpu_bf16", "gradient_checkpointing", "seed", "logging_steps", "beta",
+        "validation_tasks", "eval_steps", "save_steps", "adapter_dtype")}
     try:
         config = TrainConfig.from_preset(args.stage, model=args.model, data=args.data, output_dir=args.output,
                                          **settings)

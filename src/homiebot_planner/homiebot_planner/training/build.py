@@ -12,7 +12,7 @@ Reads `DATA_DIR/<split>/<task_id>/info.txt` (+ `subtask{n}_{front,left,back,righ
 * `hf/sft_<split>`: a Hugging Face dataset (save_to_disk) with `id, task_id, variant, step, messages` and, with
   images, `images` (the four PNGs embedded); `messages` is `[{"role": "user", "content": <human turn>},
   {"role": "assistant", "content": <answer>}]` (trl inserts the image placeholders before the user text).
-* `hf/dpo_<split>`: `id, kind, prompt, chosen, rejected` in trl's conversational preference form.
+* `hf/dpo_<split>`: `id, task_id, kind, prompt, chosen, rejected` in trl's conversational preference form.
 * `counts_<split>.json`: the counts below (the model card reads them).
 
 With a paraphrase file (`homiebot data paraphrase`), every trajectory also yields one variant per rewrite, with
@@ -26,8 +26,10 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from emmoe_eval.dataset import is_test_task
+
 from homiebot_planner.training.paraphrase import apply_rewrite, load_paraphrases
-from homiebot_planner.training.samples import DPO_KINDS, DpoRow, SftSample, dpo_rows, sft_samples
+from homiebot_planner.training.samples import DPO_KINDS, PROMPT_STYLES, DpoRow, SftSample, dpo_rows, sft_samples
 from homiebot_planner.training.trajectory import Trajectory, TrajectoryError, find_trajectories, read_trajectory
 
 IMAGE_TOKEN = "<image>"
@@ -44,6 +46,8 @@ class BuildConfig:
         paraphrases: a file written by `homiebot data paraphrase` for this split, or None.
         images: whether samples carry the four observations (each must exist).
         hf_datasets: whether to write the Hugging Face datasets too.
+        prompt_style: "release" (the released SFT data's human turn) or "planner" (the run-time planner's user
+            message with the visible objects per view, from the collected visible.json; for text-only planners).
     """
 
     data_dir: Path
@@ -52,8 +56,11 @@ class BuildConfig:
     paraphrases: Path | None = None
     images: bool = True
     hf_datasets: bool = True
+    prompt_style: str = "release"
 
     def __post_init__(self) -> None:
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, not {self.prompt_style!r}")
         if not self.split or "/" in self.split or "\\" in self.split or self.split in (".", ".."):
             raise ValueError(f"split must be a folder name such as 'train' or 'test', not {self.split!r}")
         if not Path(self.data_dir).is_dir():
@@ -68,6 +75,7 @@ class BuildCounts:
 
     Attributes:
         split: the split read.
+        prompt_style: the human-turn layout (PROMPT_STYLES).
         trajectories: info.txt files read.
         variants: text variants per trajectory (1 + number of rewrites).
         steps: Subtask blocks over all trajectories (original text only).
@@ -77,6 +85,7 @@ class BuildCounts:
     """
 
     split: str
+    prompt_style: str = "release"
     trajectories: int = 0
     variants: int = 1
     steps: int = 0
@@ -110,8 +119,13 @@ def build_datasets(config: BuildConfig) -> BuildCounts:
         OSError: when the output cannot be written.
     """
     trajectories = [read_trajectory(path) for path in find_trajectories(config.data_dir, config.split)]
+    if config.split != "test":
+        leaked = sorted({item.task_id for item in trajectories if is_test_task(item.task_id)})
+        if leaked:
+            raise TrajectoryError(f"{config.data_dir}/{config.split}: test task(s) {', '.join(leaked)} (or variants of "
+                                  "them) must never reach training data; remove them from this split")
     rewrites = load_paraphrases(config.paraphrases, trajectories) if config.paraphrases is not None else {}
-    counts = BuildCounts(split=config.split, trajectories=len(trajectories))
+    counts = BuildCounts(split=config.split, prompt_style=config.prompt_style, trajectories=len(trajectories))
     counts.steps = sum(len(trajectory.steps) for trajectory in trajectories)
     counts.failed_steps = sum(not step.succeeded for trajectory in trajectories for step in trajectory.steps)
     counts.variants = 1 + (len(next(iter(rewrites.values()))) if rewrites else 0)
@@ -124,8 +138,8 @@ def build_datasets(config: BuildConfig) -> BuildCounts:
         rewritten = [apply_rewrite(trajectory, rewrite) for rewrite in rewrites.get(trajectory.task_id, [])]
         variants = [trajectory, *rewritten]
         for number, variant in enumerate(variants):
-            samples.extend(sft_samples(variant, number))
-            rows.extend(dpo_rows(variant, number))
+            samples.extend(sft_samples(variant, number, config.prompt_style))
+            rows.extend(dpo_rows(variant, number, config.prompt_style))
     counts.sft = len(samples)
     for row in rows:
         counts.dpo[row.kind] += 1
@@ -189,7 +203,7 @@ def _save_hf_dpo(rows: list[DpoRow], path: Path) -> None:
     import datasets
 
     dataset = datasets.Dataset.from_list([
-        {"id": row.id, "kind": row.kind, "prompt": [{"role": "user", "content": row.prompt}],
+        {"id": row.id, "task_id": row.task_id, "kind": row.kind, "prompt": [{"role": "user", "content": row.prompt}],
          "chosen": [{"role": "assistant", "content": row.chosen}],
          "rejected": [{"role": "assistant", "content": row.rejected}]}
         for row in rows])

@@ -35,7 +35,7 @@ def model_card(summary: dict[str, Any]) -> str:
         f"# HomieBot planner, {stage.upper()} stage",
         "",
         f"LoRA {stage.upper()} of `{summary['base_model']}` ({'vision-language' if is_vlm else 'text-only'} model)"
-        " on EMMOE planner data built by `homiebot data build`, trained with `homiebot train {stage}`.",
+        f" on EMMOE planner data built by `homiebot data build`, trained with `homiebot train {stage}`.",
         "",
         "## Data",
         "",
@@ -68,7 +68,59 @@ def model_card(summary: dict[str, Any]) -> str:
     if losses:
         lines.append(f"- training loss: {losses[0][1]:.4f} at step {losses[0][0]} -> {losses[-1][1]:.4f} at step "
                      f"{losses[-1][0]}")
+    validation = summary.get("validation_losses") or []
+    if validation:
+        curve = ", ".join(f"{loss:.4f} (step {step})" for step, loss in validation)
+        lines.append(f"- validation loss ({summary['data_counts'].get('validation_rows', '?')} held-out rows of "
+                     f"tasks {', '.join(settings.get('validation_tasks') or ())}): {curve}")
+    build = summary["data_counts"].get("build") or {}
+    lines += _planner_prompt_lines() if build.get("prompt_style") == "planner" else _release_prompt_lines(is_vlm)
     lines += [
+        "",
+        "## Files and loading",
+        "",
+    ]
+    if settings["save"] == "merged":
+        lines += ["The root holds the merged model with its tokenizer/processor; `adapter/` holds the LoRA adapter.",
+                  "", "```python",
+                  "from transformers import AutoModelForCausalLM, AutoModelForImageTextToText",
+                  f"model = {'AutoModelForImageTextToText' if is_vlm else 'AutoModelForCausalLM'}"
+                  ".from_pretrained(\"<this folder>\")", "```"]
+    else:
+        lines += ["The root holds the LoRA adapter and the tokenizer/processor; transformers loads it with peft",
+                  f"installed, reading the base model from `{summary['base_model']}`.", "", "```python",
+                  "from peft import AutoPeftModelForCausalLM",
+                  "model = AutoPeftModelForCausalLM.from_pretrained(\"<this folder>\")", "```"]
+    lines += ["", "The planner's `hf` backend takes this folder as its model path.", ""]
+    return "\n".join(lines)
+
+
+def _planner_prompt_lines() -> list[str]:
+    return [
+        "",
+        "## Prompt format",
+        "",
+        "User turn: the run-time planner's own message (`homiebot data build --prompt-style planner`), with the text",
+        "observation first:",
+        "",
+        "```",
+        "Visible objects:",
+        "front: <names visible to the front, or None>",
+        "left: ...", "back: ...", "right: ...",
+        "Task: <task>",
+        "Inventory: <held objects or None>",
+        "Historical Execution: (1) Go to, fridge(success) (2) Open, fridge(fail) ",
+        "Feedback: <last feedback or None>",
+        "Now based on the instruction above, please output Analysis, Subtask and Model in the mentioned format.",
+        "```",
+        "",
+        "Answer: `Analysis: ...` / `Subtask: [...]` / `Model: ...`. `planner_prompt.json` records the system turn used",
+        "in training; the planner's hf, smollm2 and homiebot backends read it and prompt the model the same way.",
+    ]
+
+
+def _release_prompt_lines(is_vlm: bool) -> list[str]:
+    lines = [
         "",
         "## Prompt format",
         "",
@@ -91,24 +143,7 @@ def model_card(summary: dict[str, Any]) -> str:
     ]
     if not is_vlm:
         lines.append("This text-only model saw no observations in training (the data has no visible-object names).")
-    lines += [
-        "",
-        "## Files and loading",
-        "",
-    ]
-    if settings["save"] == "merged":
-        lines += ["The root holds the merged model with its tokenizer/processor; `adapter/` holds the LoRA adapter.",
-                  "", "```python",
-                  "from transformers import AutoModelForCausalLM, AutoModelForImageTextToText",
-                  f"model = {'AutoModelForImageTextToText' if is_vlm else 'AutoModelForCausalLM'}"
-                  ".from_pretrained(\"<this folder>\")", "```"]
-    else:
-        lines += ["The root holds the LoRA adapter and the tokenizer/processor; transformers loads it with peft",
-                  f"installed, reading the base model from `{summary['base_model']}`.", "", "```python",
-                  "from peft import AutoPeftModelForCausalLM",
-                  "model = AutoPeftModelForCausalLM.from_pretrained(\"<this folder>\")", "```"]
-    lines += ["", "The planner's `hf` backend takes this folder as its model path.", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _table_cell(text: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 STAGES: tuple[str, ...] = ("sft", "dpo")
 SAVE_MODES: tuple[str, ...] = ("merged", "adapter")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+ADAPTER_DTYPES: tuple[str, ...] = ("float32", "float16")
 
 
 
@@ -69,10 +70,20 @@ class TrainConfig:
             prompt so that training and inference see the same text.
         images: feed the four observations to vision-language models in SFT (DPO rows are text only, as released).
         device: `auto` (GPU when available), `cpu` or `cuda`.
+        cpu_bf16: on the CPU, run forward and backward under bfloat16 autocast (LoRA weights and optimiser state
+            stay float32); measured 1.5x faster on this project's AMX CPU.
         gradient_checkpointing: None picks it per device (on for GPU, off for CPU).
         optim: the transformers optimiser name.
         seed: random seed.
         logging_steps: log the loss every this many steps.
+        validation_tasks: task ids held out of training (their scene variants `<id>_v<n>` with them); the loss on
+            their samples is measured every `eval_steps` steps and at the end (hyper-parameters are chosen on it,
+            never on test tasks).
+        eval_steps: how often the validation loss is measured (0: only at the end).
+        save_steps: write a resumable checkpoint every this many steps (0: none); a rerun with the same output
+            folder continues from the last one.
+        adapter_dtype: precision the LoRA weights are saved in: `float32`, or `float16` (half the file size; the
+            shipped adapter uses it to stay under 5 MB).
     """
 
     stage: str
@@ -99,12 +110,21 @@ class TrainConfig:
     system_prompt: str | None = None
     images: bool = True
     device: str = "auto"
+    cpu_bf16: bool = False
     gradient_checkpointing: bool | None = None
     optim: str = "adamw_torch"
     seed: int = 42
     logging_steps: int = 10
+    validation_tasks: tuple[str, ...] = ()
+    eval_steps: int = 0
+    save_steps: int = 0
+    adapter_dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        if self.adapter_dtype not in ADAPTER_DTYPES:
+            raise ValueError(f"adapter_dtype must be one of {', '.join(ADAPTER_DTYPES)}, not {self.adapter_dtype!r}")
+        if self.eval_steps < 0 or self.save_steps < 0:
+            raise ValueError("eval_steps and save_steps must be >= 0")
         if self.stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}, not {self.stage!r}")
         if not Path(self.model).is_dir():

@@ -29,14 +29,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emmoe_eval.conversation import SFT_REQUEST_LINE
-from emmoe_eval.protocol import format_subtask
+from emmoe_eval.names import default_alias_table
+from emmoe_eval.protocol import format_subtask, parse_subtask
 
-from homiebot_planner.training.trajectory import Trajectory, TrajectoryStep
+from homiebot_planner.memory import PlannerMemory
+from homiebot_planner.prompts import build_user_message, display_name
+from homiebot_planner.training.trajectory import Trajectory, TrajectoryError, TrajectoryStep
 
 NO_VALUE = "None"
 MODEL_SWAP: dict[str, str] = {"NoMaD": "PixNav", "PixNav": "NoMaD", "octo": "RT-1-X", "RT-1-X": "octo"}
 ACTION_SWAP: dict[str, str] = {"Pick": "Fetch", "Put": "Place", "Go to": "Move", "Open": "Pull", "Close": "Push"}
 DPO_KINDS: tuple[str, ...] = ("natural", "model", "order", "action")
+# "release": the human turn of the released SFT data (below); "planner": the run-time planner's user message with
+# the text observation (what a text-only planner trained here sees at run time).
+PROMPT_STYLES: tuple[str, ...] = ("release", "planner")
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class DpoRow:
 
     Attributes:
         id: `<sample id>_<kind>`.
+        task_id: the task.
         kind: one of DPO_KINDS.
         prompt: the human turn of the step the pair is about.
         chosen: the preferred answer (no Analysis line).
@@ -75,6 +82,7 @@ class DpoRow:
     """
 
     id: str
+    task_id: str
     kind: str
     prompt: str
     chosen: str
@@ -94,6 +102,46 @@ def human_turn(trajectory: Trajectory, index: int) -> str:
             f"Feedback: {feedback}\n{SFT_REQUEST_LINE}")
 
 
+def planner_turns(trajectory: Trajectory) -> list[str]:
+    """The user message the run-time planner builds before each step, for prompt style "planner".
+
+    The trajectory is replayed through the planner's own memory (history entries, feedback, inventory as the
+    executor reported it) and `build_user_message` with the live request line, and every message starts with the
+    text observation a text-only planner gets: the names visible per view when the step was planned (display
+    names, from the collected visible.json). Training on these is training on exactly what the planner shows.
+
+    Raises:
+        TrajectoryError: when the trajectory was collected without visible objects.
+    """
+    memory = PlannerMemory(trajectory.task)
+    table = default_alias_table()
+    turns = []
+    for step in trajectory.steps:
+        seen = trajectory.visible(step)
+        if seen is None:
+            raise TrajectoryError(f"{trajectory.source}: no visible.json beside it: the planner prompt style needs "
+                                  "the text observations `homiebot collect` records")
+        shown = {view: [display_name(name, table) for name in names] for view, names in seen.items()}
+        turns.append(build_user_message(memory.task, memory.inventory, memory.history, memory.feedback,
+                                        visible=shown))
+        inventory = [] if step.inventory in ("", NO_VALUE) else step.inventory.split(" ")
+        memory.record_execution(step.number, parse_subtask(step.subtask), step.succeeded, step.feedback, inventory)
+    return turns
+
+
+def human_turns(trajectory: Trajectory, style: str = "release") -> list[str]:
+    """The human turn of every step: the SFT data's layout ("release") or the run-time planner's ("planner").
+
+    Raises:
+        ValueError: for an unknown style.
+    """
+    if style == "release":
+        return [human_turn(trajectory, index) for index in range(len(trajectory.steps))]
+    if style == "planner":
+        return planner_turns(trajectory)
+    raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, not {style!r}")
+
+
 def full_answer(step: TrajectoryStep) -> str:
     """`Analysis: ...\\nSubtask: [...]\\nModel: ...` (Model: None for End)."""
     return f"Analysis: {step.analysis}\n{short_answer(step.subtask, step.model)}"
@@ -110,26 +158,28 @@ def sample_id(trajectory: Trajectory, step: TrajectoryStep, variant: int) -> str
     return f"{trajectory.task_id}{tag}_{step.number}"
 
 
-def sft_samples(trajectory: Trajectory, variant: int = 0) -> list[SftSample]:
-    """One sample per successful step (End included), in order."""
+def sft_samples(trajectory: Trajectory, variant: int = 0, style: str = "release") -> list[SftSample]:
+    """One sample per successful step (End included), in order; `style` picks the human-turn layout."""
+    turns = human_turns(trajectory, style)
     return [SftSample(id=sample_id(trajectory, step, variant), task_id=trajectory.task_id, variant=variant,
-                      step=step.number, human=human_turn(trajectory, index), answer=full_answer(step),
+                      step=step.number, human=turns[index], answer=full_answer(step),
                       images=trajectory.images(step))
             for index, step in enumerate(trajectory.steps) if step.succeeded]
 
 
-def dpo_rows(trajectory: Trajectory, variant: int = 0) -> list[DpoRow]:
+def dpo_rows(trajectory: Trajectory, variant: int = 0, style: str = "release") -> list[DpoRow]:
     """The natural pairs and the three constructed rows per successful non-End step, in step order."""
     steps = trajectory.steps
+    turns = human_turns(trajectory, style)
     rows: list[DpoRow] = []
     for index, step in enumerate(steps):
-        prompt = human_turn(trajectory, index)
+        prompt = turns[index]
         base_id = sample_id(trajectory, step, variant)
         chosen = short_answer(step.subtask, step.model)
         if not step.succeeded:
             following = steps[index + 1] if index + 1 < len(steps) else None
             if following is not None and following.succeeded and not following.is_end:
-                rows.append(DpoRow(f"{base_id}_natural", "natural", prompt,
+                rows.append(DpoRow(f"{base_id}_natural", trajectory.task_id, "natural", prompt,
                                    short_answer(following.subtask, following.model), chosen))
             continue
         if step.is_end:
@@ -139,9 +189,9 @@ def dpo_rows(trajectory: Trajectory, variant: int = 0) -> list[DpoRow]:
             raise ValueError(f"{trajectory.source}: block {step.number}: a successful {step.action} step names "
                              "no model")
         changed_action = format_subtask(ACTION_SWAP[step.action], step.target, step.place)
-        rows.append(DpoRow(f"{base_id}_model", "model", prompt, chosen,
+        rows.append(DpoRow(f"{base_id}_model", trajectory.task_id, "model", prompt, chosen,
                            short_answer(step.subtask, MODEL_SWAP[step.model])))
-        rows.append(DpoRow(f"{base_id}_order", "order", prompt, chosen,
+        rows.append(DpoRow(f"{base_id}_order", trajectory.task_id, "order", prompt, chosen,
                            short_answer(next_success.subtask, next_success.model)))
-        rows.append(DpoRow(f"{base_id}_action", "action", prompt, chosen, short_answer(changed_action, step.model)))
+        rows.append(DpoRow(f"{base_id}_action", trajectory.task_id, "action", prompt, chosen, short_answer(changed_action, step.model)))
     return rows

@@ -29,6 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emmoe_eval.dataset import base_task_id
+
+from homiebot_planner.backends.hf import PROMPT_FILE
+from homiebot_planner.training.answer_loss import sft_trainer_class
 from homiebot_planner.training.card import write_model_card
 from homiebot_planner.training.config import TrainConfig, TrainingSetupError
 
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
     import datasets
     import torch
 
+# SFT batches are padded to a multiple of this: few distinct shapes, so the CPU kernels are set up once per shape.
+PAD_TO_MULTIPLE_OF = 16
 # Module-path components of the vision side (LLaVA, Video-LLaVA, Qwen2-VL, Idefics, MiniCPM-V) and the output head:
 # LoRA leaves them alone, and 4-bit loading keeps them unquantised.
 NON_LANGUAGE_COMPONENTS: tuple[str, ...] = ("vision_tower", "image_tower", "video_tower", "vision_model", "visual",
@@ -144,21 +150,29 @@ def run_training(config: TrainConfig) -> TrainResult:
     data_dir = dataset_path(config)
     model, processing_class, precision = _load_model(config, kind, on_gpu, state.local_process_index)
     dataset, data_counts = _prepare_dataset(config, data_dir, kind)
+    dataset, validation = _hold_out(config, dataset)
     _check_length(config, dataset, processing_class, kind)
 
-    settings = _trainer_settings(config, on_gpu, per_device, accumulation, precision)
+    settings = _trainer_settings(config, on_gpu, per_device, accumulation, precision, validation is not None, kind)
     peft_config = _lora_config(config, model)
-    trainer = _make_trainer(config, model, processing_class, dataset, settings, peft_config)
+    trainer = _make_trainer(config, model, processing_class, dataset, settings, peft_config, validation)
     started = time.perf_counter()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=_last_checkpoint(config))
+    validation_losses = [(int(entry["step"]), float(entry["eval_loss"])) for entry in trainer.state.log_history
+                         if "eval_loss" in entry]
+    if validation is not None and (not validation_losses or validation_losses[-1][0] != trainer.state.global_step):
+        validation_losses.append((trainer.state.global_step, float(trainer.evaluate()["eval_loss"])))
     runtime = time.perf_counter() - started
     losses = [(int(entry["step"]), float(entry["loss"])) for entry in trainer.state.log_history if "loss" in entry]
+    data_counts["validation_rows"] = len(validation) if validation is not None else 0
 
     summary = {
         "stage": config.stage, "base_model": str(Path(config.model).resolve()), "model_kind": kind,
         "data": str(data_dir.resolve()), "data_counts": data_counts, "rows": len(dataset),
         "steps": trainer.state.global_step, "runtime_s": round(runtime, 3), "losses": losses,
-        "device": "cuda" if on_gpu else "cpu", "processes": state.num_processes, "precision": precision,
+        "validation_losses": validation_losses,
+        "device": "cuda" if on_gpu else "cpu", "processes": state.num_processes,
+        "precision": f"{precision} weights, bfloat16 autocast" if config.cpu_bf16 and not on_gpu else precision,
         "per_device_batch_size": per_device, "gradient_accumulation_steps": accumulation,
         "gradient_checkpointing": settings["gradient_checkpointing"],
         "lora_target_modules": peft_config.target_modules,
@@ -283,6 +297,7 @@ def _prepare_dataset(config: TrainConfig, data_dir: Path, kind: str) -> tuple[da
     dataset = datasets.load_from_disk(str(data_dir))
     system = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []
     counts: dict[str, Any] = {"rows": len(dataset)}
+    held_column = ["task_id"] if config.validation_tasks and "task_id" in dataset.column_names else []
     built_counts = Path(config.data) / f"counts_{config.split}.json"
     if built_counts.is_file():
         counts["build"] = json.loads(built_counts.read_text(encoding="utf-8"))
@@ -296,7 +311,7 @@ def _prepare_dataset(config: TrainConfig, data_dir: Path, kind: str) -> tuple[da
             user, answer = row["messages"][0], row["messages"][-1]
             return {"prompt": system + [user], "completion": [answer]}
 
-        keep = ["images"] if with_images else []
+        keep = (["images"] if with_images else []) + held_column
         dataset = dataset.map(to_prompt_completion,
                               remove_columns=[name for name in dataset.column_names if name not in keep])
     else:
@@ -307,7 +322,7 @@ def _prepare_dataset(config: TrainConfig, data_dir: Path, kind: str) -> tuple[da
             counts["kinds"] = {name: kinds.count(name) for name in sorted(set(kinds))}
         dataset = dataset.map(lambda row: {"prompt": system + row["prompt"]},
                               remove_columns=[name for name in dataset.column_names
-                                              if name not in ("prompt", "chosen", "rejected")])
+                                              if name not in ("prompt", "chosen", "rejected", *held_column)])
     if len(dataset) == 0:
         raise TrainingSetupError(f"{data_dir}: the dataset is empty")
     return dataset, counts
@@ -340,12 +355,39 @@ def _check_length(config: TrainConfig, dataset: datasets.Dataset, processing_cla
                                  f"{config.max_length}; raise --max-length")
 
 
+def _hold_out(config: TrainConfig, dataset: datasets.Dataset) -> tuple[datasets.Dataset, datasets.Dataset | None]:
+    """(training rows, validation rows or None): rows of the validation tasks and their variants are held out."""
+    if not config.validation_tasks:
+        return dataset, None
+    if "task_id" not in dataset.column_names:
+        raise TrainingSetupError("--validation-tasks needs a dataset with a task_id column (rebuild it with "
+                                 "`homiebot data build`)")
+    held = set(config.validation_tasks)
+    flags = [base_task_id(task_id) in held for task_id in dataset["task_id"]]
+    validation = dataset.select([index for index, flag in enumerate(flags) if flag])
+    training = dataset.select([index for index, flag in enumerate(flags) if not flag])
+    if len(validation) == 0 or len(training) == 0:
+        raise TrainingSetupError(f"--validation-tasks {','.join(config.validation_tasks)} leaves "
+                                 f"{len(training)} training and {len(validation)} validation rows")
+    keep = [name for name in training.column_names if name != "task_id"]
+    return training.select_columns(keep), validation.select_columns(keep)
+
+
+def _last_checkpoint(config: TrainConfig) -> str | None:
+    """The newest resumable checkpoint in the output folder (when checkpoints are on), or None."""
+    if not config.save_steps or not Path(config.output_dir).is_dir():
+        return None
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(config.output_dir))
+
+
 def _checkpointing(config: TrainConfig, on_gpu: bool) -> bool:
     return on_gpu if config.gradient_checkpointing is None else config.gradient_checkpointing
 
 
 def _trainer_settings(config: TrainConfig, on_gpu: bool, per_device: int, accumulation: int,
-                      precision: str) -> dict[str, Any]:
+                      precision: str, validating: bool = False, kind: str = "text") -> dict[str, Any]:
     checkpointing = _checkpointing(config, on_gpu)
     settings: dict[str, Any] = {
         "output_dir": str(config.output_dir), "num_train_epochs": config.epochs, "max_steps": config.max_steps,
@@ -353,8 +395,14 @@ def _trainer_settings(config: TrainConfig, on_gpu: bool, per_device: int, accumu
         "learning_rate": config.learning_rate, "lr_scheduler_type": config.lr_scheduler,
         "warmup_steps": config.warmup_ratio, "weight_decay": config.weight_decay,
         "max_grad_norm": config.max_grad_norm, "optim": config.optim, "seed": config.seed,
-        "logging_steps": config.logging_steps, "logging_first_step": True, "save_strategy": "no", "report_to": [],
-        "max_length": config.max_length, "use_cpu": not on_gpu, "bf16": on_gpu and "bfloat16" in precision,
+        "logging_steps": config.logging_steps, "logging_first_step": True, "report_to": [],
+        "save_strategy": "steps" if config.save_steps else "no", "save_steps": config.save_steps or 500,
+        "save_total_limit": 1,
+        "eval_strategy": "steps" if validating and config.eval_steps else "no",
+        "eval_steps": config.eval_steps or None, "per_device_eval_batch_size": per_device,
+        "prediction_loss_only": True,
+        "max_length": config.max_length, "use_cpu": not on_gpu,
+        "bf16": (on_gpu and "bfloat16" in precision) or (not on_gpu and config.cpu_bf16),
         "fp16": on_gpu and "float16" in precision and "bfloat16" not in precision,
         "gradient_checkpointing": checkpointing, "dataloader_num_workers": 0,
     }
@@ -362,6 +410,8 @@ def _trainer_settings(config: TrainConfig, on_gpu: bool, per_device: int, accumu
         settings["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
     if config.stage == "dpo":
         settings["beta"] = config.beta
+    elif kind == "text":  # trl pads vision-language batches its own way
+        settings["pad_to_multiple_of"] = PAD_TO_MULTIPLE_OF
     return settings
 
 
@@ -373,26 +423,49 @@ def _lora_config(config: TrainConfig, model: Any) -> Any:
 
 
 def _make_trainer(config: TrainConfig, model: Any, processing_class: Any, dataset: datasets.Dataset,
-                  settings: dict[str, Any], peft_config: Any) -> Any:
+                  settings: dict[str, Any], peft_config: Any, validation: datasets.Dataset | None = None) -> Any:
     if config.stage == "sft":
-        from trl import SFTConfig, SFTTrainer
+        from trl import SFTConfig
 
-        return SFTTrainer(model=model, args=SFTConfig(**settings), train_dataset=dataset,
-                          processing_class=processing_class, peft_config=peft_config)
+        trainer_class = sft_trainer_class(model)
+        return trainer_class(model=model, args=SFTConfig(**settings), train_dataset=dataset, eval_dataset=validation,
+                             processing_class=processing_class, peft_config=peft_config)
     from trl import DPOConfig, DPOTrainer
 
     return DPOTrainer(model=model, ref_model=None, args=DPOConfig(**settings), train_dataset=dataset,
-                      processing_class=processing_class, peft_config=peft_config)
+                      eval_dataset=validation, processing_class=processing_class, peft_config=peft_config)
+
+
+def _write_prompt_record(config: TrainConfig, directory: Path) -> None:
+    """planner_prompt.json: the system turn used in training, so the hf backend prompts the model the same way."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / PROMPT_FILE).write_text(json.dumps({"system_prompt": config.system_prompt or None}) + "\n",
+                                         encoding="utf-8")
+
+
+def _save_adapter(config: TrainConfig, trainer: Any, directory: Path) -> None:
+    """The LoRA adapter (in `adapter_dtype`) and its prompt record."""
+    trainer.model.save_pretrained(directory)
+    if config.adapter_dtype != "float32":
+        import torch
+        from safetensors.torch import load_file, save_file
+
+        weights = directory / "adapter_model.safetensors"
+        tensors = load_file(str(weights))
+        save_file({name: tensor.to(getattr(torch, config.adapter_dtype)) for name, tensor in tensors.items()},
+                  str(weights), metadata={"format": "pt"})
+    _write_prompt_record(config, directory)
 
 
 def _save_checkpoint(config: TrainConfig, trainer: Any, processing_class: Any, kind: str, on_gpu: bool) -> None:
     output_dir = Path(config.output_dir)
     if config.save == "adapter":
-        trainer.model.save_pretrained(output_dir)
+        _save_adapter(config, trainer, output_dir)
         processing_class.save_pretrained(output_dir)
         return
     adapter_dir = output_dir / "adapter"
-    trainer.model.save_pretrained(adapter_dir)
+    _save_adapter(config, trainer, adapter_dir)
+    _write_prompt_record(config, output_dir)
     if config.load_in_4bit:
         # Merging into 4-bit weights loses precision: reload the base unquantised and merge the saved adapter.
         import torch

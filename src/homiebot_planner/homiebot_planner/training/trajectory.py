@@ -23,12 +23,13 @@ written; fold the two together once it does.)
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from emmoe_eval.dataset import task_sort_key
+from emmoe_eval.dataset import VISIBLE_FILE, task_sort_key
 from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, classify_feedback, parse_subtask
 
 END_ACTION = "End"
@@ -98,6 +99,25 @@ class Trajectory:
     task: str
     steps: tuple[TrajectoryStep, ...]
     source: Path
+
+    def visible(self, step: TrajectoryStep) -> dict[str, list[str]] | None:
+        """The names visible per view (canonical) when `step` was planned, from the collected `visible.json`;
+        None when the task was not collected with them.
+
+        Raises:
+            TrajectoryError: when visible.json cannot be read or lacks the step.
+        """
+        path = self.source.parent / VISIBLE_FILE
+        if not path.is_file():
+            return None
+        try:
+            table = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise TrajectoryError(f"{path}: cannot read the visible objects: {error}") from error
+        seen = table.get(str(step.number)) if isinstance(table, dict) else None
+        if not isinstance(seen, dict):
+            raise TrajectoryError(f"{path}: no visible objects for block {step.number} (collect the task again)")
+        return {str(view): [str(name) for name in names] for view, names in seen.items()}
 
     def images(self, step: TrajectoryStep) -> tuple[Path, ...]:
         """The four observations the planner saw before choosing `step`: front, left, back, right."""

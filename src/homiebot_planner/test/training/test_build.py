@@ -11,7 +11,7 @@ from homiebot.cli import main as homiebot_main
 from homiebot_planner.training.build import BuildConfig, build_datasets
 from homiebot_planner.training.trajectory import TrajectoryError
 
-from .conftest import TASK_1, write_task
+from .conftest import STEPS_PER_TASK, TASK_1, TASKS, write_task
 
 # Expected counts, worked out by hand from EMMOE.md section 6:
 #   task 1: 8 blocks, step 3 failed         -> SFT 8 - 1 = 7;  non-End successes 6 -> 18 rows; natural 1 (3 -> 4)
@@ -107,3 +107,12 @@ def test_cli_reports_a_malformed_trajectory_in_one_line(emmoe_data: Path, tmp_pa
     assert error.strip() == (f"homiebot data: error: {info}: block 5 (line 23): unknown model 'Nomad'; expected one of "
                              "NoMaD, PixNav, octo, RT-1-X")
     assert not (tmp_path / "out" / "sft_train.json").exists()
+
+
+@pytest.mark.parametrize("leaked", ["95", "91_v2"])
+def test_a_test_task_or_its_variant_never_reaches_training_data(emmoe_data: Path, tmp_path: Path,
+                                                                leaked: str) -> None:
+    write_task(emmoe_data / "train", leaked, TASKS["1"], STEPS_PER_TASK["1"])
+    with pytest.raises(TrajectoryError, match=f"test task\\(s\\) {leaked} .*must never reach training data"):
+        build_datasets(BuildConfig(data_dir=emmoe_data, out_dir=tmp_path / "out", hf_datasets=False))
+    assert not (tmp_path / "out").exists()

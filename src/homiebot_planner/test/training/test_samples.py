@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from homiebot_planner.training.samples import dpo_rows, full_answer, human_turn, sft_samples
+from homiebot_planner.training.samples import dpo_rows, full_answer, human_turn, human_turns, sft_samples
 from homiebot_planner.training.trajectory import parse_trajectory
 
 from .conftest import TASK_1, TASK_2, TASK_3
@@ -108,3 +108,53 @@ def test_end_is_never_chosen(tmp_path: Path) -> None:
                 for row in dpo_rows(parse_trajectory(text, tmp_path / task / "info.txt", task))]
     assert not [row for row in all_rows if "[End]" in row.chosen]
     assert [row for row in all_rows if "[End]" in row.rejected]
+
+
+def _visible_table(steps: int) -> dict[str, dict[str, list[str]]]:
+    """A visible.json table: the apple shows up on the right from step 3 on."""
+    table = {}
+    for number in range(1, steps + 1):
+        seen = {"front": ["frl_apartment_refrigerator", "013_apple_table"], "left": [], "back": ["frl_apartment_sofa"]}
+        if number >= 3:
+            seen["right"] = ["013_apple"]
+        table[str(number)] = seen
+    return table
+
+
+def test_planner_style_turns_are_exactly_what_the_planner_builds_at_run_time(tmp_path: Path) -> None:
+    import json
+
+    from homiebot_planner.backends import MockBackend, MockConfig
+    from homiebot_planner.planner import Observation, Planner
+
+    folder = tmp_path / "1"
+    folder.mkdir()
+    (folder / "info.txt").write_text(TASK_1, encoding="utf-8")
+    table = _visible_table(8)
+    (folder / "visible.json").write_text(json.dumps(table), encoding="utf-8")
+    trajectory = parse_trajectory(TASK_1, folder / "info.txt", "1")
+    turns = human_turns(trajectory, "planner")
+
+    answers = tuple(full_answer(step) for step in trajectory.steps)
+    planner = Planner(MockBackend(MockConfig(outputs=answers, observation_mode="text")), trajectory.task)
+    for step, turn in zip(trajectory.steps, turns):
+        observation = Observation(visible=table[str(step.number)])
+        assert planner.user_message(observation) == turn
+        decision = planner.decide(observation)
+        inventory = [] if step.inventory == "None" else step.inventory.split(" ")
+        planner.record_result(decision, step.succeeded, step.feedback, inventory)
+    assert turns[0].startswith("Visible objects:\nfront: fridge, 013_apple_table\nleft: None\nback: sofa\nright: None\n")
+    assert "right: apple\n" in turns[2] and "(3) Pick, apple(fail)" in turns[3]
+
+
+def test_planner_style_needs_the_collected_visible_objects(tmp_path: Path) -> None:
+    import pytest
+
+    from homiebot_planner.training.trajectory import TrajectoryError
+
+    folder = tmp_path / "1"
+    folder.mkdir()
+    trajectory = parse_trajectory(TASK_1, folder / "info.txt", "1")
+    with pytest.raises(TrajectoryError, match="no visible.json"):
+        human_turns(trajectory, "planner")
+    assert human_turns(trajectory, "release")[0] == human_turn(trajectory, 0)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from emmoe_eval.protocol import ACTIONS, MODELS, parse_subtask
 from homiebot.cli import main as homiebot_main
@@ -133,6 +134,24 @@ def test_model_card_records_counts_and_settings(text_runs: dict[str, TrainResult
         assert row in card
     assert summary["settings"]["system_prompt"] == SYSTEM_PROMPT
     assert summary["steps"] == 12 and len(summary["losses"]) == 12
+
+
+def test_validation_tasks_are_held_out_and_the_adapter_is_saved_in_half_precision(built: Path,
+                                                                                 tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    base = build_tiny_text_model(tmp_path / "base", corpus(built))
+    result = run_training(TrainConfig.from_preset(
+        "sft", model=base, data=built, output_dir=tmp_path / "sft", max_steps=4, batch_size=4, learning_rate=5e-3,
+        logging_steps=1, device="cpu", save="adapter", adapter_dtype="float16", validation_tasks=("3",),
+        eval_steps=2, lora_r=4, lora_alpha=8))
+
+    assert result.rows == 15 - 3 and result.summary["data_counts"]["validation_rows"] == 3  # task 3: 3 samples
+    steps = [step for step, _ in result.summary["validation_losses"]]
+    assert steps == [2, 4] and all(loss > 0 for _, loss in result.summary["validation_losses"])
+    with safe_open(str(tmp_path / "sft" / "adapter_model.safetensors"), "pt") as weights:
+        assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float16"}
+    assert json.loads((tmp_path / "sft" / "planner_prompt.json").read_text()) == {"system_prompt": None}
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +293,9 @@ def test_cli_trains_an_adapter_checkpoint_that_peft_loads(built: Path, tmp_path:
     assert summary["settings"]["system_prompt"] == system_prompt("text")
     from homiebot_planner.backends.hf import HFBackend, HFConfig
 
-    assert HFBackend(HFConfig(model_path=str(tmp_path / "ckpt"))).loaded.model.peft_config["default"].r == 128
+    loaded = HFBackend(HFConfig(model_path=str(tmp_path / "ckpt"))).loaded.model  # the adapter merged at load time
+    expected = model.merge_and_unload().state_dict()
+    assert all(torch.equal(tensor, expected[name]) for name, tensor in loaded.state_dict().items())
 
     status = homiebot_main(["train", "dpo", "--model", str(tmp_path / "ckpt"), "--data", str(built),
                             "--output", str(tmp_path / "dpo")])

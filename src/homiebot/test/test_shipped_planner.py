@@ -1,0 +1,53 @@
+"""HomieBot-135M as shipped: the committed adapter is small, loads offline on the embedded SmolLM2 base, is prompted
+as it was trained, and plans a valid subtask on what the simulator shows at the start of a test task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from emmoe_eval.dataset import read_task
+from habitat_bridge.backends.mujoco_backend import MujocoBackend, MujocoBackendConfig
+from habitat_bridge.scene_spec import load_scene_spec
+from homiebot_planner.backends.smollm2 import SmolLM2Backend, SmolLM2Config, default_adapter_dir
+from homiebot_planner.planner import Observation, Planner, PlannerConfig
+from homiebot_planner.prompts import VIEW_ORDER
+
+ROOT = Path(__file__).resolve().parents[3]
+ADAPTER = ROOT / "models" / "homiebot-135m"
+MAX_FILE_BYTES = 5_000_000
+
+
+def test_the_shipped_adapter_is_complete_and_every_file_is_under_5_mb() -> None:
+    names = {path.name for path in ADAPTER.iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors", "planner_prompt.json", "README.md"} <= names
+    assert all(path.stat().st_size < MAX_FILE_BYTES for path in ADAPTER.iterdir())
+    assert json.loads((ADAPTER / "planner_prompt.json").read_text()) == {"system_prompt": None}
+    assert default_adapter_dir().resolve() == ADAPTER.resolve()  # env.sh's HOMIEBOT_ROOT is this checkout
+
+
+def _simulator_observation(task_id: str) -> Observation:
+    """The names visible per view at the robot's start pose in the task's MuJoCo scene (as /sim/get_observation)."""
+    backend = MujocoBackend(MujocoBackendConfig(image_width=96, image_height=96))
+    try:
+        backend.reset(load_scene_spec(ROOT / "data" / "test" / task_id / "scene.json"))
+        seen = backend.observe(VIEW_ORDER, segmentation=True)
+    finally:
+        backend.close()
+    canonical = dict(zip(seen.instance_names, seen.instance_canonicals))
+    return Observation(visible={view: [canonical[name] for name in seen.visible[view]] for view in VIEW_ORDER})
+
+
+def test_homiebot_plans_a_valid_subtask_on_a_simulator_observation() -> None:
+    task = read_task(ROOT / "data" / "test" / "91", "test")
+    observation = _simulator_observation("91")
+    backend = SmolLM2Backend(SmolLM2Config(adapter_dir=str(ADAPTER)))
+    planner = Planner(backend, task.info.task, PlannerConfig(temperature=0.0))
+
+    assert backend.name == "homiebot" and backend.observation_mode == "text"
+    assert [message.role for message in planner.messages(observation, "u")] == ["user"]  # trained without a system turn
+    decision = planner.decide(observation)
+    assert decision.valid and not decision.gave_up and decision.samples == 1
+    shown = {name for names in planner.visible_names(observation).values() for name in names}
+    assert decision.subtask.action == "End" or decision.subtask.target in shown
+    assert decision.analysis.strip()
