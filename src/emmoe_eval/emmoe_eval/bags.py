@@ -84,7 +84,7 @@ def end_marker_record(info: RunInfo, step: int, end_reason: str, error_msg: str 
         subtask=types["emmoe_interfaces/msg/Subtask"](action="", target="", place="", model=""),
         inventory_before=[], inventory_after=[], success=False, error_code=0, error_type="", feedback="",
         error_msg=error_msg, target_instance="", target_canonical="", place_instance="", place_canonical="",
-        end_reason=end_reason, planning_seconds=0.0, execution_seconds=0.0, views=[])
+        end_reason=end_reason, planning_seconds=0.0, execution_seconds=0.0, views=[], visible=[])
 
 
 def record_from_step(step: Step, info: RunInfo, views: Sequence[np.ndarray] = (),
@@ -119,7 +119,9 @@ def record_from_step(step: Step, info: RunInfo, views: Sequence[np.ndarray] = ()
         target_instance=step.target_instance, target_canonical=step.target_canonical,
         place_instance=step.place_instance, place_canonical=step.place_canonical, end_reason=step.end_reason or "",
         planning_seconds=float(extra.get("planning_seconds", 0.0)),
-        execution_seconds=float(extra.get("execution_seconds", 0.0)), views=images)
+        execution_seconds=float(extra.get("execution_seconds", 0.0)), views=images,
+        visible=[types["emmoe_interfaces/msg/VisibleObjects"](view=view, names=list(names))
+                 for view, names in (step.visible or {}).items()])
 
 
 class StepBagWriter:
