@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import SubtaskText, classify_feedback, is_small_object
+from emmoe_eval.protocol import SubtaskText, classify_feedback, format_subtask, is_small_object
 
 from homiebot_planner.backends.base import ChatMessage, DecodingConstraints, GenerationRequest, PlannerBackend
 from homiebot_planner.memory import PlannerMemory
@@ -191,7 +191,7 @@ class Planner:
         last = self.memory.executed[-1]
         if not last.success and classify_feedback(last.feedback) in RETRYABLE_ERRORS:
             return ()
-        return (", ".join(part for part in (last.subtask.action, last.subtask.target, last.subtask.place) if part),)
+        return (format_subtask(last.subtask.action, last.subtask.target, last.subtask.place)[1:-1],)
 
     def user_message(self, observation: Observation) -> str:
         """The user message of the next step."""

