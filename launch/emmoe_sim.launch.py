@@ -6,7 +6,7 @@ config/emmoe_sim.yaml. The node set is homiebot.bringup.EMMOE_SIM_NODES, which `
 the same way on installs without `ros2 launch`.
 """
 
-from homiebot.bringup import EMMOE_SIM_NODES, config_path
+from homiebot.bringup import EMMOE_SIM_NODES, config_path, stack_environment
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
@@ -14,13 +14,11 @@ from launch_ros.actions import Node
 
 
 def generate_launch_description() -> LaunchDescription:
-    """One Node action per process of the stack, all on a loopback-only DDS discovery range."""
+    """One Node action per process of the stack, all with loopback-only DDS discovery and sockets."""
     config = LaunchConfiguration("config")
-    actions = [
-        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
-        DeclareLaunchArgument("config", default_value=str(config_path()),
-                              description="ROS parameter file of the stack"),
-    ]
+    actions = [SetEnvironmentVariable(name, value) for name, value in stack_environment(None).items()]
+    actions.append(DeclareLaunchArgument("config", default_value=str(config_path()),
+                                         description="ROS parameter file of the stack"))
     for spec in EMMOE_SIM_NODES:
         options = {"name": spec.name} if spec.single_node else {}
         actions.append(Node(package=spec.package, executable=spec.executable, output="screen", emulate_tty=True,

@@ -25,6 +25,9 @@ export HF_HUB_OFFLINE=1
 export HF_DATASETS_OFFLINE=1
 export HF_HUB_DISABLE_TELEMETRY=1
 export RMW_IMPLEMENTATION="${{RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}}"
+# Fast DDS binds its receiving sockets to 127.0.0.1 only (config/fastdds_loopback.xml); a robot LAN exports its own
+# profile before sourcing this file (an empty value means Fast DDS's defaults).
+export FASTDDS_DEFAULT_PROFILES_FILE="${{FASTDDS_DEFAULT_PROFILES_FILE-{root}/install/homiebot/share/homiebot/config/fastdds_loopback.xml}}"
 
 # The virtual environment (without its prompt change) and the ROS 2 wheels installed in it.
 export VIRTUAL_ENV="{venv}"

@@ -15,7 +15,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         # Launch files live in the repository's top-level launch/ folder; ros2 launch finds them here.
         (f"share/{PACKAGE}/launch", glob("../../launch/*.launch.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

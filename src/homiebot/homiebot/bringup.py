@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CONFIG_FILE = "emmoe_sim.yaml"
+DDS_PROFILE_FILE = "fastdds_loopback.xml"
+DDS_PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,15 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return parsed
 
 
+def dds_profile_path() -> Path:
+    """The Fast DDS profile every node uses unless FASTDDS_DEFAULT_PROFILES_FILE says otherwise (loopback sockets)."""
+    return config_path(DDS_PROFILE_FILE)
+
+
 def stack_environment(domain_id: int | None) -> dict[str, str]:
-    """Environment of every stack process: discovery on this machine, optionally a given domain."""
-    environment = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    """Environment of every stack process: discovery and DDS sockets on this machine, optionally a given domain."""
+    environment = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+                   DDS_PROFILE_VARIABLE: os.environ.get(DDS_PROFILE_VARIABLE, str(dds_profile_path()))}
     if domain_id is not None:
         environment["ROS_DOMAIN_ID"] = str(domain_id)
     elif "ROS_DOMAIN_ID" in os.environ:

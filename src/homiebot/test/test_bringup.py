@@ -79,11 +79,23 @@ def test_launch_file_describes_the_same_stack(monkeypatch, location):
     module_spec.loader.exec_module(module)
     description = module.generate_launch_description()
     actions = description.args[0]
-    assert actions[0].args == ("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    assert actions[1].args == ("config",) and actions[1].kwargs["default_value"] == str(bringup.config_path())
-    nodes = actions[2:]
+    settings = dict(action.args for action in actions if type(action).__name__ == "SetEnvironmentVariable")
+    assert settings == bringup.stack_environment(None)
+    assert settings["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    declared = actions[len(settings)]
+    assert declared.args == ("config",) and declared.kwargs["default_value"] == str(bringup.config_path())
+    nodes = actions[len(settings) + 1:]
     assert [(node.kwargs["package"], node.kwargs["executable"]) for node in nodes] == \
         [(spec.package, spec.executable) for spec in EMMOE_SIM_NODES]
     for node, spec in zip(nodes, EMMOE_SIM_NODES):
         assert node.kwargs.get("name") == (spec.name if spec.single_node else None)
         assert node.kwargs["parameters"][1] == dict(spec.parameters)
+
+
+def test_stack_processes_get_the_loopback_dds_profile_unless_one_is_chosen(monkeypatch):
+    monkeypatch.delenv(bringup.DDS_PROFILE_VARIABLE, raising=False)
+    profile = Path(bringup.stack_environment(7)[bringup.DDS_PROFILE_VARIABLE])
+    assert profile == bringup.dds_profile_path() and profile.is_file()
+    assert "<address>127.0.0.1</address>" in profile.read_text()
+    monkeypatch.setenv(bringup.DDS_PROFILE_VARIABLE, "/robot/lan_profile.xml")
+    assert bringup.stack_environment(7)[bringup.DDS_PROFILE_VARIABLE] == "/robot/lan_profile.xml"
