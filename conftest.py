@@ -209,6 +209,8 @@ class OpenAIStub:
         failures: HTTP codes to answer with, one per request, before succeeding.
         stall_s: seconds to wait before answering each request.
         answers: contents to answer with, in order; then `default_answer`.
+        echo_key: when true, every error body and answer repeats the request's Authorization header (a hostile or
+            careless server).
         url: the API root (`http://127.0.0.1:<port>/v1`).
     """
 
@@ -219,6 +221,7 @@ class OpenAIStub:
         self.stall_s = 0.0
         self.answers: list[str] = []
         self.default_answer = default_answer
+        self.echo_key = False
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -230,10 +233,11 @@ class OpenAIStub:
                     time.sleep(stub.stall_s)
                 if self.path != "/v1/chat/completions":
                     return self._reply(404, {"error": {"message": f"no route {self.path}"}})
+                echo = f" (you sent {self.headers.get('Authorization')})" if stub.echo_key else ""
                 if stub.failures:
                     code = stub.failures.pop(0)
-                    return self._reply(code, {"error": {"message": f"stub failure {code}", "type": "stub"}})
-                content = stub.answers.pop(0) if stub.answers else stub.default_answer
+                    return self._reply(code, {"error": {"message": f"stub failure {code}{echo}", "type": "stub"}})
+                content = (stub.answers.pop(0) if stub.answers else stub.default_answer) + echo
                 self._reply(200, {
                     "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",

@@ -3,10 +3,12 @@
 Starts the simulator (MuJoCo bridge with the skill servers), the error-detection monitor, the
 executor (/subtask), the evaluator and the planner (/emmoe/run_task), each with the parameters of
 config/emmoe_sim.yaml. The node set is homiebot.bringup.EMMOE_SIM_NODES, which `homiebot up` starts
-the same way on installs without `ros2 launch`.
+the same way on installs without `ros2 launch`. Only the planner's environment holds the API key variable.
 """
 
-from homiebot.bringup import EMMOE_SIM_NODES, config_path, stack_environment
+import os
+
+from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, secret_variables, stack_environment
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
@@ -19,8 +21,12 @@ def generate_launch_description() -> LaunchDescription:
     actions = [SetEnvironmentVariable(name, value) for name, value in stack_environment(None).items()]
     actions.append(DeclareLaunchArgument("config", default_value=str(config_path()),
                                          description="ROS parameter file of the stack"))
+    secrets = secret_variables({})
     for spec in EMMOE_SIM_NODES:
-        options = {"name": spec.name} if spec.single_node else {}
+        options: dict[str, object] = {"name": spec.name} if spec.single_node else {}
+        if spec.name != PLANNER_NODE:  # only the planner may see the API key
+            options["env"] = {**{name: value for name, value in os.environ.items() if name not in secrets},
+                              **stack_environment(None)}
         actions.append(Node(package=spec.package, executable=spec.executable, output="screen", emulate_tty=True,
                             parameters=[config, dict(spec.parameters)], **options))
     return LaunchDescription(actions)

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from homiebot.supervisor import ProcessSpec
+
 CONFIG_FILE = "emmoe_sim.yaml"
 DDS_PROFILE_FILE = "fastdds_loopback.xml"
 DDS_PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
@@ -45,6 +47,8 @@ EMMOE_SIM_NODES: tuple[NodeSpec, ...] = (
     NodeSpec("emmoe_evaluator", "emmoe_eval", "evaluator_node"),
     NodeSpec("planner", "homiebot_planner", "planner_node"),
 )
+PLANNER_NODE = "planner"
+API_KEY_PARAMETER = "openai_api_key_env"
 
 
 def share_directory() -> Path:
@@ -116,3 +120,20 @@ def stack_environment(domain_id: int | None) -> dict[str, str]:
     elif "ROS_DOMAIN_ID" in os.environ:
         environment["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"]
     return environment
+
+
+def secret_variables(overrides: Mapping[str, Mapping[str, object]]) -> tuple[str, ...]:
+    """The environment variable holding the planner's API key (its `openai_api_key_env` override or the default)."""
+    from homiebot_planner.settings import PARAMETER_DEFAULTS
+
+    return (str(overrides.get(PLANNER_NODE, {}).get(API_KEY_PARAMETER, PARAMETER_DEFAULTS[API_KEY_PARAMETER])),)
+
+
+def stack_process_specs(params_file: Path, overrides: Mapping[str, Mapping[str, object]],
+                        environment: Mapping[str, str], label: str = "") -> list[ProcessSpec]:
+    """The supervisor's processes of the stack, `label` before each name. Only the planner keeps the API key
+    variable in its environment: no other node needs it, so no other node can leak it."""
+    secrets = secret_variables(overrides)
+    return [ProcessSpec(f"{label}{spec.name}", tuple(node_command(spec, params_file, overrides.get(spec.name))),
+                        environment, drop_env=() if spec.name == PLANNER_NODE else secrets)
+            for spec in EMMOE_SIM_NODES]

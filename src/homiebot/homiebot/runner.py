@@ -28,15 +28,15 @@ from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
 from emmoe_eval.ros_domains import NoFreeDomain, lease_domain
 from emmoe_eval.runs import NOT_PLANNER_RESULTS
 
-from homiebot.bringup import EMMOE_SIM_NODES, config_path, node_command, parse_overrides, stack_environment
+from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
+    stack_process_specs
 from emmoe_eval import topics
 
 from homiebot.ros_clients import require_localhost_discovery
-from homiebot.supervisor import ProcessSpec, Supervisor
+from homiebot.supervisor import Supervisor
 
 PLANNERS = ("homiebot", "smollm2", "mock", "expert", "openai", "hf", "random")
 SCORE_FILE = "score.json"
-PLANNER_NODE = "planner"
 EVALUATOR_NODE = topics.EVALUATOR_NODE
 GOAL_REQUEST_TRIES = 3
 GOAL_REQUEST_WAIT_S = 10.0
@@ -191,10 +191,7 @@ class Stack:
         environment = stack_environment(domain_id)
         self.domain_id = domain_id
         self.label = label
-        self.supervisor = Supervisor(
-            [ProcessSpec(f"{label}{spec.name}", tuple(node_command(spec, params_file, overrides.get(spec.name))),
-                         environment) for spec in EMMOE_SIM_NODES],
-            echo=echo)
+        self.supervisor = Supervisor(stack_process_specs(params_file, overrides, environment, label), echo=echo)
         self.context: Any = None
         self.node: Any = None
         self.scores: dict[tuple[str, int], Any] = {}

@@ -41,11 +41,14 @@ class ProcessSpec:
         name: Label used as the log prefix (the node name).
         argv: The command line.
         env: Extra environment variables for this process (on top of the supervisor's).
+        drop_env: Variables of the supervisor's environment this process must not inherit (secrets it does not
+            need).
     """
 
     name: str
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
+    drop_env: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or not self.argv:
@@ -91,7 +94,8 @@ class Supervisor:
         for spec in self.specs:
             process = subprocess.Popen(
                 list(spec.argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **spec.env}, start_new_session=True,
+                env={**{name: value for name, value in os.environ.items() if name not in spec.drop_env},
+                     "PYTHONUNBUFFERED": "1", **spec.env}, start_new_session=True,
                 preexec_fn=die_with_parent,
             )
             self._processes[spec.name] = process

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import types
 from pathlib import Path
@@ -72,6 +73,7 @@ def _stub_launch_modules(monkeypatch):
 def test_launch_file_describes_the_same_stack(monkeypatch, location):
     """`ros2 launch` itself cannot run here; the launch file is executed against stub launch modules."""
     _stub_launch_modules(monkeypatch)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     path = (ROOT / "launch" if location == "repository" else bringup.share_directory() / "launch") / \
         "emmoe_sim.launch.py"
     module_spec = importlib.util.spec_from_file_location("emmoe_sim_launch", path)
@@ -90,6 +92,11 @@ def test_launch_file_describes_the_same_stack(monkeypatch, location):
     for node, spec in zip(nodes, EMMOE_SIM_NODES):
         assert node.kwargs.get("name") == (spec.name if spec.single_node else None)
         assert node.kwargs["parameters"][1] == dict(spec.parameters)
+        if spec.name == "planner":
+            assert "env" not in node.kwargs  # the launch environment, key included
+        else:
+            assert "OPENAI_API_KEY" not in node.kwargs["env"] and node.kwargs["env"]["PATH"] == os.environ["PATH"]
+            assert node.kwargs["env"]["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
 
 
 def test_stack_processes_get_the_loopback_dds_profile_unless_one_is_chosen(monkeypatch):
@@ -99,3 +106,12 @@ def test_stack_processes_get_the_loopback_dds_profile_unless_one_is_chosen(monke
     assert "<address>127.0.0.1</address>" in profile.read_text()
     monkeypatch.setenv(bringup.DDS_PROFILE_VARIABLE, "/robot/lan_profile.xml")
     assert bringup.stack_environment(7)[bringup.DDS_PROFILE_VARIABLE] == "/robot/lan_profile.xml"
+
+
+def test_only_the_planner_process_inherits_the_api_key_variable(tmp_path):
+    specs = bringup.stack_process_specs(tmp_path / "params.yaml", {}, {"ROS_DOMAIN_ID": "7"}, label="a_")
+    assert [spec.name for spec in specs] == [f"a_{spec.name}" for spec in EMMOE_SIM_NODES]
+    assert {spec.name: spec.drop_env for spec in specs} == {
+        f"a_{spec.name}": (() if spec.name == "planner" else ("OPENAI_API_KEY",)) for spec in EMMOE_SIM_NODES}
+    renamed = bringup.stack_process_specs(tmp_path / "params.yaml", {"planner": {"openai_api_key_env": "MY_KEY"}}, {})
+    assert {spec.drop_env for spec in renamed if spec.name != "planner"} == {("MY_KEY",)}

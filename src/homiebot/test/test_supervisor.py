@@ -80,6 +80,18 @@ def test_extra_environment_reaches_the_child():
     assert supervisor.lines["env"] == ["42"]
 
 
+def test_a_dropped_variable_never_reaches_the_child(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    show = python("import os; print(os.environ.get('OPENAI_API_KEY', 'absent'))")
+    supervisor = Supervisor([ProcessSpec("planner", show), ProcessSpec("monitor", show, drop_env=("OPENAI_API_KEY",))],
+                            echo=False)
+    supervisor.start()
+    for _ in range(2):
+        supervisor.wait_for_any_exit(timeout_s=20)
+    supervisor.stop()
+    assert (supervisor.lines["planner"], supervisor.lines["monitor"]) == (["sk-secret"], ["absent"])
+
+
 def test_invalid_specs_are_refused():
     with pytest.raises(ValueError, match="needs a name"):
         ProcessSpec("", ("true",))

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from homiebot_planner.backends import BackendError, OpenAIConfig
-from homiebot_planner.backends.openai_backend import OpenAIBackend
+from homiebot_planner.backends.base import ChatMessage, GenerationRequest
+from homiebot_planner.backends.openai_backend import REDACTED, OpenAIBackend
 from homiebot_planner.planner import Observation, Planner
 from homiebot_planner.prompts import system_prompt
 
@@ -93,6 +94,22 @@ def test_rejected_request_is_not_retried_and_hides_the_key(openai_stub: Any, mon
         Planner(backend, "t").decide(Observation())
     assert SECRET not in str(error.value) and "$MY_KEY" in str(error.value)
     assert len(openai_stub.requests) == 1 and delays == []
+
+
+@pytest.mark.parametrize("failures", [[401], [500] * 5, []])
+def test_a_server_echoing_the_key_never_gets_it_into_errors_or_answers(openai_stub: Any, failures: list[int],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_KEY", SECRET)
+    openai_stub.echo_key, openai_stub.failures = True, list(failures)
+    backend, _ = _backend(openai_stub.url, api_key_env="MY_KEY")
+    request = GenerationRequest(messages=(ChatMessage("user", "next?"),), max_new_tokens=20)
+    if failures:
+        with pytest.raises(BackendError) as error:
+            backend.generate(request)
+        text = str(error.value)
+    else:
+        text = backend.generate(request)
+    assert SECRET not in text and f"Bearer {REDACTED}" in text
 
 
 def test_server_down_is_a_clear_error() -> None:

@@ -18,9 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start every node; exit 0 after Ctrl-C, 1 when a node dies on its own."""
-    from homiebot.bringup import EMMOE_SIM_NODES, config_path, node_command, parse_overrides, stack_environment
+    from homiebot.bringup import EMMOE_SIM_NODES, config_path, parse_overrides, stack_environment, stack_process_specs
     from homiebot.cli import UsageError
-    from homiebot.supervisor import ProcessSpec, Supervisor
+    from homiebot.supervisor import Supervisor
 
     params_file = args.config or config_path()
     if not params_file.is_file():
@@ -34,8 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"unknown node(s) in --set: {', '.join(unknown)}; the stack has {', '.join(sorted(names))}")
     environment = stack_environment(args.domain_id)
-    specs = [ProcessSpec(spec.name, tuple(node_command(spec, params_file, overrides.get(spec.name))), environment)
-             for spec in EMMOE_SIM_NODES]
+    specs = stack_process_specs(params_file, overrides, environment)
     supervisor = Supervisor(specs)
     supervisor.start()
     print(f"[up] {len(specs)} processes started (ROS_DOMAIN_ID={environment.get('ROS_DOMAIN_ID', '0')}); "

@@ -25,6 +25,8 @@ from homiebot_planner.backends.base import BackendError, ChatMessage, Generation
 _LOG = logging.getLogger(__name__)
 # Sent when the environment holds no key: local servers (vLLM, Ollama) accept any bearer token.
 _PLACEHOLDER_KEY = "EMPTY"
+# What stands in for the API key wherever a server echoed it.
+REDACTED = "[redacted]"
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class OpenAIBackend(PlannerBackend):
         self._openai = openai
         self._sleep = sleep
         api_key = os.environ.get(config.api_key_env, "")
+        self._api_key = api_key
         if not api_key:
             _LOG.info("no API key in $%s; sending a placeholder (fine for local servers)", config.api_key_env)
         self._client = openai.OpenAI(base_url=config.base_url, api_key=api_key or _PLACEHOLDER_KEY,
@@ -123,12 +126,22 @@ class OpenAIBackend(PlannerBackend):
         return f"OpenAIBackend(model={self.config.model!r}, base_url={self.config.base_url!r})"
 
     def generate(self, request: GenerationRequest) -> str:
-        """One chat completion.
+        """One chat completion. The API key never appears in what this returns or raises, even when the server
+        echoes it back (the answer goes into run files and bags, the error into logs).
 
         Raises:
             BackendError: when the server is unreachable, times out or keeps failing after the retries, or rejects
                 the request (bad key, unknown model, bad request).
         """
+        try:
+            return self._redact(self._complete(request))
+        except BackendError as error:
+            raise BackendError(self._redact(str(error))) from None
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, REDACTED) if self._api_key else text
+
+    def _complete(self, request: GenerationRequest) -> str:
         openai = self._openai
         retryable = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
         messages = to_openai_messages(request.messages, self.config.send_images, self.config.text_first)
