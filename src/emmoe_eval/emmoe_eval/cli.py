@@ -112,7 +112,8 @@ def selected_split(args: argparse.Namespace) -> str:
 def _score_runs(runs: list[Run], args: argparse.Namespace) -> Evaluation:
     """Evaluate the runs of the selected split; runs of tasks missing from the data are warned about."""
     split = selected_split(args)
-    every_task = load_tasks(args.data, "all")
+    task_problems: list[str] = []
+    every_task = load_tasks(args.data, "all", problems=task_problems)
     wanted = set(split_names(split))
     tasks: dict[str, Task] = {task_id: task for task_id, task in every_task.items() if task.split in wanted}
     if args.tasks is not None:
@@ -128,9 +129,10 @@ def _score_runs(runs: list[Run], args: argparse.Namespace) -> Evaluation:
     evaluation = evaluate([run for run in runs if run.task_id in tasks], tasks, config,
                           attributes=load_task_attributes(args.attributes),
                           alias_table=load_alias_table(args.alias_table))
-    evaluation.problems[:0] = [f"task {run.task_id} run {run.run_id}: no such task in {args.data}; skipped"
-                               for run in unknown]
-    summary = {"split": split, **evaluation.summary}
+    evaluation.problems[:0] = task_problems + [
+        f"task {run.task_id} run {run.run_id}: no such task (or a malformed one) in {args.data}; skipped"
+        for run in unknown]
+    summary = {"split": split, **evaluation.summary, "malformed_tasks": len(task_problems)}
     evaluation.summary = summary
     return evaluation
 
@@ -181,7 +183,7 @@ def _report(args: argparse.Namespace) -> int:
         _print_problems([f"{experiment.name}: {problem}" for problem in experiment.problems + evaluation.problems],
                         args.verbose)
         results.append(ExperimentResult(experiment, evaluation))
-    tasks = load_tasks(args.data, "all")
+    tasks = load_tasks(args.data, "all", problems=[])  # the malformed ones were reported while scoring
     paths = write_report(results, tasks, args.out, title=args.title)
     for path in paths:
         print(path)
@@ -219,6 +221,9 @@ def format_text(summary: dict[str, Any]) -> str:
         lines.append(f"  {summary['corrupt_runs']} run file(s) were corrupt and count as failed runs")
     lines.append(f"  infrastructure failures: {summary.get('infrastructure_failures', 0)} (runs that ended with "
                  "reason error; not planner results, left out)")
+    if summary.get("malformed_tasks"):
+        lines.append(f"  {summary['malformed_tasks']} malformed task folder(s) left out with their runs (see the "
+                     "warnings)")
     reasons = summary.get("end_reasons") or {}
     if reasons:
         lines.append("  end reasons: " + ", ".join(f"{reason} {count}" for reason, count in reasons.items() if count))

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from emmoe_eval.json_text import JSONTextError, decode_json
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, format_subtask, parse_subtask
 from emmoe_eval.runs import Run, Step, run_identity
 
@@ -131,8 +132,8 @@ def read_conversation(path: Path | str) -> list[Round]:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
+        data = decode_json(path.read_text(encoding="utf-8"))
+    except JSONTextError as error:
         raise ConversationError(f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConversationError(f"{path}: cannot read: {error}") from None

@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from emmoe_eval.json_text import JSONTextError, decode_json, shown
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, parse_subtask
 
 SPLITS: tuple[str, ...] = ("train", "test")
@@ -165,7 +166,7 @@ def parse_info(text: str, source: str = INFO_FILE) -> InfoTrajectory:
             match = _SUBTASK_HEAD.match(stripped)
             if match is None:
                 raise DatasetError(f"{source}:{line_number}: expected a block head like 'Subtask3: [Open, fridge] (octo)', "
-                                   f"found {stripped!r}")
+                                   f"found {shown(stripped)}")
             try:
                 subtask = parse_subtask(match.group("subtask"))
             except ValueError as error:
@@ -181,7 +182,7 @@ def parse_info(text: str, source: str = INFO_FILE) -> InfoTrajectory:
         elif last_field:
             current[last_field] += "\n" + stripped
         else:
-            raise DatasetError(f"{source}:{line_number}: expected 'Analysis:', 'Feedback:' or 'Inventory:', found {stripped!r}")
+            raise DatasetError(f"{source}:{line_number}: expected 'Analysis:', 'Feedback:' or 'Inventory:', found {shown(stripped)}")
     if current is not None:
         blocks.append(_finish_block(current))
     if not blocks:
@@ -240,7 +241,7 @@ def parse_keypaths(data: Any, source: str = KEYPATH_FILE) -> tuple[Keypath, ...]
         for node_number, node in enumerate(keypath, start=1):
             where = f"{source}: keypath {path_number}, node {node_number}"
             if not isinstance(node, str):
-                raise DatasetError(f"{where}: expected a string like '[Go to, fridge]', found {node!r}")
+                raise DatasetError(f"{where}: expected a string like '[Go to, fridge]', found {shown(node)}")
             try:
                 nodes.append(parse_subtask(node))
             except ValueError as error:
@@ -321,11 +322,20 @@ def read_task(directory: Path | str, split: str) -> Task:
                 info=read_info(directory / INFO_FILE), keypaths=read_keypaths(directory / KEYPATH_FILE))
 
 
-def load_tasks(data_dir: Path | str, split: str = "all") -> dict[str, Task]:
+BROKEN_TASK_NOTE = "its runs are not scored"
+
+
+def load_tasks(data_dir: Path | str, split: str = "all", problems: list[str] | None = None) -> dict[str, Task]:
     """Every task of the selected split(s), keyed by task id, in task-id order.
 
+    Args:
+        data_dir: the data folder (holding train/ and test/).
+        split: "train", "test" or "all".
+        problems: when given, a malformed task is described here and left out instead of raising, so that one
+            broken task folder does not stop the others from being scored.
+
     Raises:
-        DatasetError: for a malformed task or a task id present in both splits.
+        DatasetError: for a malformed task (unless `problems` is given) or a task id present in both splits.
     """
     root = resolve_data_root(data_dir)
     tasks: dict[str, Task] = {}
@@ -337,7 +347,12 @@ def load_tasks(data_dir: Path | str, split: str = "all") -> dict[str, Task]:
                                 key=lambda entry: task_sort_key(entry.name)):
             if directory.name in tasks:
                 raise DatasetError(f"{directory}: task {directory.name} also exists in {tasks[directory.name].directory}")
-            tasks[directory.name] = read_task(directory, split_name)
+            try:
+                tasks[directory.name] = read_task(directory, split_name)
+            except DatasetError as error:
+                if problems is None:
+                    raise
+                problems.append(f"{error}; task {directory.name} is left out ({BROKEN_TASK_NOTE})")
     return dict(sorted(tasks.items(), key=lambda item: task_sort_key(item[0])))
 
 
@@ -478,6 +493,6 @@ def read_json_file(path: Path) -> Any:
     """
     text = _read_text(path)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
+        return decode_json(text)
+    except JSONTextError as error:
         raise DatasetError(f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}") from None

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from emmoe_eval.json_text import JSONTextError, decode_json, shown
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText
 
 TRAJECTORY_FILE = "trajectory.jsonl"
@@ -187,17 +188,17 @@ def _step_from_line(line: Any) -> Step:
         raise _LineError(f"missing key(s) {', '.join(key for key in _REQUIRED_KEYS if key not in line)}")
     number = line["step"]
     if type(number) is not int or number < 1:
-        raise _LineError(f"'step' must be an integer >= 1, found {number!r}")
+        raise _LineError(f"'step' must be an integer >= 1, found {shown(number)}")
     success = line["success"]
     if type(success) is not bool:
-        raise _LineError(f"'success' must be true or false, found {success!r}")
+        raise _LineError(f"'success' must be true or false, found {shown(success)}")
     action = line["action"]
     if type(action) is not str or not action.strip():
         raise _LineError("'action' must be a non-empty string")
     for key in _STRING_KEYS:
         value = line.get(key)
         if value is not None and type(value) is not str:
-            raise _LineError(f"'{key}' must be a string or null, found {value!r}")
+            raise _LineError(f"'{key}' must be a string or null, found {shown(value)}")
     extra_keys = keys - _KNOWN_KEYS
     return Step(
         step=number, action=action, target=line["target"] or "", place=line["place"] or "",
@@ -285,12 +286,12 @@ def _parse_lines(text: str, source: str) -> tuple[list[Step], list[str], bool, s
     marker: str | None = None
     for position, (number, raw) in enumerate(lines):
         try:
-            decoded = json.loads(raw)
+            decoded = decode_json(raw)
             if position == len(lines) - 1 and _marker_reason(decoded) is not None:
                 marker = _marker_reason(decoded)
                 break
             steps.append(_step_from_line(decoded))
-        except json.JSONDecodeError as error:
+        except JSONTextError as error:
             problems.append(f"{source}:{number}: truncated or corrupt line ({error.msg}); the run is scored as failed")
             return steps, problems, True, None
         except _LineError as error:
@@ -314,8 +315,8 @@ def read_run_info(run_dir: Path | str) -> tuple[str | None, str, list[str]]:
     if not path.is_file():
         return None, "", []
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        info = decode_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, JSONTextError) as error:
         return None, "", [f"{path}: cannot read ({error}); its end reason is ignored"]
     if type(info) is not dict:
         return None, "", [f"{path}: expected a JSON object; its end reason is ignored"]
@@ -326,7 +327,7 @@ def read_run_info(run_dir: Path | str) -> tuple[str | None, str, list[str]]:
 def _checked_reason(reason: str | None, where: str, problems: list[str]) -> str | None:
     if reason is None or reason in END_REASONS:
         return reason
-    problems.append(f"{where}: unknown end reason {reason!r} (expected one of {', '.join(END_REASONS)}); ignored")
+    problems.append(f"{where}: unknown end reason {shown(reason)} (expected one of {', '.join(END_REASONS)}); ignored")
     return None
 
 
