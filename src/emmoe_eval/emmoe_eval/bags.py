@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from emmoe_eval import topics
+from emmoe_eval.bag_recovery import recover_messages, unfinished_bag
 from emmoe_eval.records import RunInfo, end_reason_of, is_end_marker, run_info_from_record, step_from_record
 from emmoe_eval.runs import Run, Step
 
@@ -194,58 +195,100 @@ def read_bag_runs(paths: Sequence[Path | str], topic: str = STEPS_TOPIC) -> BagR
     """Read the runs recorded in bags: StepRecords grouped by (episode_id, run_index), in message order.
 
     A step 1 arriving for a run that already has steps starts that run again (the earlier steps are dropped with a
-    warning), as the evaluator node does. A bag that cannot be read is skipped with a warning; runs it had delivered
-    messages of before failing are marked corrupt (scored as failed).
+    warning), as the evaluator node does. A damaged or unfinished MCAP bag (`<name>.partial/` left by a writer that
+    stopped) is read up to its last complete message and its runs are scored from what they hold, with a warning. A
+    bag with nothing readable in `<exp>/<task>/<run>/` counts as a failed run of that task, never as a missing one.
 
     Raises:
         BagError: when the emmoe_interfaces definitions cannot be found.
     """
-    from rosbags.highlevel import AnyReader
-
     store = typestore()
+    grouped = _GroupedSteps()
     found = BagRuns()
-    steps: dict[tuple[str, int], list[Step]] = {}
-    ends: dict[tuple[str, int], tuple[str, str]] = {}
-    sources: dict[tuple[str, int], Path] = {}
-    damaged: set[tuple[str, int]] = set()
     for raw_path in paths:
         path = Path(raw_path)
-        touched: set[tuple[str, int]] = set()
-        try:
-            with AnyReader([path], default_typestore=store) as reader:
-                connections = [connection for connection in reader.connections
-                               if connection.topic == topic and connection.msgtype == STEP_RECORD_TYPE]
-                if not connections:
-                    found.problems.append(f"{path}: no {STEP_RECORD_TYPE} messages on {topic}")
-                for connection, _, data in reader.messages(connections=connections):
-                    record = reader.deserialize(data, connection.msgtype)
-                    info = run_info_from_record(record)
-                    run_steps = steps.setdefault(info.key, [])
-                    touched.add(info.key)
-                    found.infos[info.key] = info
-                    sources[info.key] = path
-                    if end_reason_of(record) is not None:
-                        ends[info.key] = (end_reason_of(record) or "", getattr(record, "error_msg", ""))
-                    if is_end_marker(record):
-                        continue
-                    step = step_from_record(record)
-                    if step.step == 1 and run_steps:
-                        found.problems.append(f"{path}: episode {info.episode_id} run {info.run_index} starts again; "
-                                              f"its earlier {len(run_steps)} step(s) are dropped")
-                        run_steps.clear()
-                        ends.pop(info.key, None)
-                    run_steps.append(step)
-        except Exception as error:  # rosbags raises many types for damaged files: report them, never crash
-            found.problems.append(f"{path}: cannot read the bag ({type(error).__name__}: {error}); "
-                                  + (f"{len(touched)} run(s) read in part are scored as failed" if touched else "skipped"))
-            damaged |= touched
-    for key, run_steps in steps.items():
-        end_reason, error_msg = ends.get(key, (None, ""))
-        run = Run(task_id=key[0], run_id=str(key[1]), steps=run_steps, source=sources[key], corrupt=key in damaged,
-                  end_reason=end_reason, error_msg=error_msg)
-        for previous, current in zip(run_steps, run_steps[1:]):
-            if current.step != previous.step + 1:
-                run.problems.append(f"{sources[key]}: episode {key[0]} run {key[1]}: step {current.step} follows "
-                                    f"step {previous.step}")
-        found.runs.append(run)
+        unfinished = unfinished_bag(path)
+        records, problem = (_recover(unfinished, topic, store, "was not finished by its writer")
+                            if unfinished is not None else _read_records(path, topic, store))
+        if problem:
+            found.problems.append(f"{path}: {problem}")
+        if records:
+            for record in records:
+                grouped.take(record, path, found)
+        elif problem and path.parent.name.isdigit():
+            key = (path.parent.parent.name, int(path.parent.name))
+            grouped.unreadable[key] = path
+            found.problems[-1] += "; the run counts as failed"
+    found.runs = grouped.runs()
     return found
+
+
+def _read_records(path: Path, topic: str, store: Any) -> tuple[list[Any], str]:
+    """The StepRecords of one bag and a problem ("" if none); a damaged MCAP file falls back to recovery."""
+    from rosbags.highlevel import AnyReader
+
+    try:
+        with AnyReader([path], default_typestore=store) as reader:
+            connections = [connection for connection in reader.connections
+                           if connection.topic == topic and connection.msgtype == STEP_RECORD_TYPE]
+            records = [reader.deserialize(data, connection.msgtype)
+                       for connection, _, data in reader.messages(connections=connections)]
+            return records, "" if connections else f"no {STEP_RECORD_TYPE} messages on {topic}"
+    except Exception as error:  # rosbags raises many types for damaged files: report them, never crash
+        if path.is_file() and path.suffix == ".mcap":
+            return _recover(path, topic, store, f"is damaged ({type(error).__name__})")
+        return [], f"cannot read the bag ({type(error).__name__}: {error})"
+
+
+def _recover(path: Path, topic: str, store: Any, what: str) -> tuple[list[Any], str]:
+    recovered = recover_messages(path, topic)
+    records = []
+    for _, data in recovered.messages:
+        try:
+            records.append(store.deserialize_cdr(data, STEP_RECORD_TYPE))
+        except Exception:  # a message cut or garbled inside: the rest of the bag is not trusted either
+            break
+    stopped = f" (reading stopped at: {recovered.stopped_by})" if recovered.stopped_by else ""
+    return records, f"the bag {what}; {len(records)} complete StepRecord(s) recovered from {path.name}{stopped}"
+
+
+@dataclass
+class _GroupedSteps:
+    """Steps grouped into runs while records arrive in bag order."""
+
+    steps: dict[tuple[str, int], list[Step]] = field(default_factory=dict)
+    ends: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    sources: dict[tuple[str, int], Path] = field(default_factory=dict)
+    unreadable: dict[tuple[str, int], Path] = field(default_factory=dict)
+
+    def take(self, record: Any, path: Path, found: BagRuns) -> None:
+        info = run_info_from_record(record)
+        run_steps = self.steps.setdefault(info.key, [])
+        found.infos[info.key] = info
+        self.sources[info.key] = path
+        if end_reason_of(record) is not None:
+            self.ends[info.key] = (end_reason_of(record) or "", getattr(record, "error_msg", ""))
+        if is_end_marker(record):
+            return
+        step = step_from_record(record)
+        if step.step == 1 and run_steps:
+            found.problems.append(f"{path}: episode {info.episode_id} run {info.run_index} starts again; "
+                                  f"its earlier {len(run_steps)} step(s) are dropped")
+            run_steps.clear()
+            self.ends.pop(info.key, None)
+        run_steps.append(step)
+
+    def runs(self) -> list[Run]:
+        runs = []
+        for key, run_steps in self.steps.items():
+            end_reason, error_msg = self.ends.get(key, (None, ""))
+            run = Run(task_id=key[0], run_id=str(key[1]), steps=run_steps, source=self.sources[key],
+                      end_reason=end_reason, error_msg=error_msg)
+            for previous, current in zip(run_steps, run_steps[1:]):
+                if current.step != previous.step + 1:
+                    run.problems.append(f"{self.sources[key]}: episode {key[0]} run {key[1]}: step {current.step} "
+                                        f"follows step {previous.step}")
+            runs.append(run)
+        runs += [Run(task_id=key[0], run_id=str(key[1]), steps=[], source=path, corrupt=True)
+                 for key, path in self.unreadable.items() if key not in self.steps]
+        return runs

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from emmoe_eval.bag_recovery import unfinished_bag
 from emmoe_eval.bags import STEPS_TOPIC, BagError, read_bag_runs
 from emmoe_eval.dataset import DatasetError, Task, load_task_attributes, load_tasks, split_names
 from emmoe_eval.experiments import SOURCES, ExperimentError, load_experiment
@@ -164,7 +165,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _score_bag(args: argparse.Namespace) -> int:
-    missing = [str(path) for path in args.bags if not path.exists()]
+    missing = [str(path) for path in args.bags if not path.exists() and unfinished_bag(path) is None]
     if missing:
         raise BagError(f"no such bag: {', '.join(missing)}")
     found = read_bag_runs(args.bags, args.topic)

@@ -96,9 +96,55 @@ def test_damaged_bags_and_restarted_runs_give_warnings(tmp_path, kit):
     restarted = {("3", "1"): kit.runs[("3", "1")][:3] + kit.runs[("3", "1")]}
     bag = write_runs_bag(tmp_path / "restart.mcap", restarted)
     found = read_bag_runs([damaged, bag])
-    assert found.problems[0].startswith(f"{damaged}: cannot read the bag")
+    assert found.problems[0].startswith(f"{damaged}: the bag is damaged")
     assert found.problems[1] == f"{bag}: episode 3 run 1 starts again; its earlier 3 step(s) are dropped"
     (run,) = found.runs
     assert len(run.steps) == 8 and not run.corrupt
     with pytest.raises(ValueError, match="exists already"):
         StepBagWriter(bag)
+
+
+def _bag_with_images(path, steps):
+    """One run whose records carry four 256x256 views each (so the writer closes a chunk every two records)."""
+    views = [np.random.default_rng(index).integers(0, 255, (256, 256, 3), dtype=np.uint8) for index in range(4)]
+    with StepBagWriter(path) as writer:
+        info = RunInfo("91", 1, "instruction", "mock", "images")
+        for number, step in enumerate(steps, start=1):
+            writer.write_record(record_from_step(step, info, views=views, stamp_ns=number * 1_000_000))
+    return path
+
+
+def test_a_truncated_bag_is_scored_from_its_complete_messages(tmp_path, kit):
+    steps = kit.runs[("3", "1")]
+    (tmp_path / "91" / "1").mkdir(parents=True)
+    bag = _bag_with_images(tmp_path / "91" / "1" / "episode.mcap", steps)
+    data = bag.read_bytes()
+    bag.write_bytes(data[:int(len(data) * 0.6)])
+    found = read_bag_runs([bag])
+    (run,) = found.runs
+    assert 2 <= len(run.steps) < len(steps) and not run.corrupt
+    assert [step.step for step in run.steps] == list(range(1, len(run.steps) + 1))
+    assert "is damaged" in found.problems[0] and f"{len(run.steps)} complete StepRecord(s) recovered" in found.problems[0]
+
+
+def test_an_unfinished_bag_is_read_from_its_partial_folder(tmp_path, kit):
+    steps = kit.runs[("3", "1")]
+    finished = _bag_with_images(tmp_path / "finished.mcap", steps)
+    run_dir = tmp_path / "exp" / "91" / "1"
+    partial = run_dir / "episode.mcap.partial"
+    partial.mkdir(parents=True)
+    data = finished.read_bytes()
+    (partial / "episode.mcap.partial.mcap").write_bytes(data[:int(len(data) * 0.5)])
+    found = read_bag_runs([run_dir / "episode.mcap"])
+    (run,) = found.runs
+    assert len(run.steps) >= 2 and "was not finished by its writer" in found.problems[0]
+
+
+def test_an_unreadable_bag_counts_as_a_failed_run_not_a_missing_one(tmp_path):
+    bag = tmp_path / "exp" / "91" / "2" / "episode.mcap"
+    bag.parent.mkdir(parents=True)
+    bag.write_bytes(b"not a bag at all")
+    found = read_bag_runs([bag])
+    (run,) = found.runs
+    assert (run.task_id, run.run_id, run.steps, run.corrupt) == ("91", "2", [], True)
+    assert found.problems[0].endswith("the run counts as failed")

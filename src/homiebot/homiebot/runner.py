@@ -77,6 +77,8 @@ class RunnerConfig:
         run_timeout_s: longest a single run may take before it is cancelled.
         startup_timeout_s: longest a stack may take to come up.
         record_videos: the evaluator writes head-camera and third-person MP4s per subtask and per run.
+        retries: how often a run that ended without a planner result (a node died, the planner server failed, a
+            time-out) is run again at once; what still has none at the end is left for the next resume.
     """
 
     tasks: str
@@ -93,10 +95,13 @@ class RunnerConfig:
     run_timeout_s: float = 1800.0
     startup_timeout_s: float = 180.0
     record_videos: bool = True
+    retries: int = 0
 
     def __post_init__(self) -> None:
         if self.planner not in PLANNERS:
             raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
+        if self.retries < 0:
+            raise ValueError("--retries must be 0 or more")
         if self.runs < 1 or self.jobs < 1 or self.max_steps < 1:
             raise ValueError("--runs, --jobs and --max-steps must be at least 1")
         if self.planner == "hf" and not self.model:
@@ -170,12 +175,28 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
 
 @dataclass
 class Progress:
-    """Counts shared by the job threads."""
+    """Counts shared by the job threads; `attempts` counts the runs of each (task, run) pair so far."""
 
     total: int
     done: int = 0
     failed: list[str] = field(default_factory=list)
+    attempts: dict[tuple[str, int], int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def retry(self, pair: tuple[str, int], retries: int, pairs: queue.Queue[tuple[str, int]]) -> bool:
+        """Queue `pair` again when it has retries left (call with the lock held); returns whether it was."""
+        attempts = self.attempts[pair] = self.attempts.get(pair, 0) + 1
+        if attempts > retries:
+            return False
+        self.total += 1
+        pairs.put(pair)
+        return True
+
+
+def without_result(out: Path, task_ids: Sequence[str], runs: int) -> list[str]:
+    """`task T run R` for every run of the selection that has no planner result yet (not run, or an
+    infrastructure failure)."""
+    return [f"task {task_id} run {run}" for task_id, run in pending_runs(out, task_ids, runs)]
 
 
 class Stack:
@@ -384,10 +405,11 @@ def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], do
                     with progress.lock:
                         progress.done += 1
                         progress.failed.append(f"task {task_id} run {run_index}: {death}")
+                        again = progress.retry((task_id, run_index), config.retries, pairs)
                     if on_progress is not None:
                         on_progress(progress, f"task {task_id} run {run_index}: failed, node {death.name} died"
                                     + ("" if recorded else " (nothing scored: the evaluator could not record it)")
-                                    + "; restarting the stack")
+                                    + "; restarting the stack" + ("; retrying the run" if again else ""))
                     stack.stop()
                     stack = stacks[index] = Stack(config, stack.domain_id, stack.label, echo_nodes)
                     stack.start(config.startup_timeout_s)
@@ -397,10 +419,13 @@ def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], do
                     progress.done += 1
                     if result.error_code != 0:
                         progress.failed.append(f"task {task_id} run {run_index}: {result.error_msg}")
+                    again = (score.end_reason in NOT_PLANNER_RESULTS
+                             and progress.retry((task_id, run_index), config.retries, pairs))
                     summary = (f"task {task_id} run {run_index}: {result.steps} steps, "
                                f"{_END_WORDS.get(score.end_reason, score.end_reason)}"
                                + (f", TP {100 * score.task_progress:.0f}%" if score.task_known else "")
-                               + (f" (error: {result.error_msg})" if result.error_code else ""))
+                               + (f" (error: {result.error_msg})" if result.error_code else "")
+                               + ("; retrying the run" if again else ""))
                 if on_progress is not None:
                     on_progress(progress, summary)
         except BaseException as error:  # reported by the caller after every job has stopped

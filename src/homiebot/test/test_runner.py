@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from homiebot import runner
 from homiebot.runner import RunnerConfig, RunnerError, pending_runs, select_tasks, stack_overrides
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -98,8 +99,8 @@ def test_unknown_task_is_a_one_line_usage_error(tmp_path):
 
 @pytest.mark.ros
 def test_killing_the_executor_fails_that_run_and_the_rest_complete(tmp_path, ros_domain_id):
-    """The executor process is killed during task 92's run: that run is scored as failed, the stack restarts and
-    task 93 still completes."""
+    """The executor process is killed during task 92's first run: that attempt is an infrastructure failure, the
+    stack restarts, `--retries 1` runs it again (now complete) and task 93 completes."""
     import os
     import signal
     import time
@@ -107,31 +108,50 @@ def test_killing_the_executor_fails_that_run_and_the_rest_complete(tmp_path, ros
     import psutil
 
     out = tmp_path / "exp"
-    runner = subprocess.Popen(["homiebot", "run", "--tasks", "92,93", "--runs", "1", "--planner", "expert",
-                               "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    benchmark = subprocess.Popen(["homiebot", "run", "--tasks", "92,93", "--runs", "1", "--planner", "expert",
+                               "--retries", "1", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
     trajectory = out / "92" / "1" / "trajectory.jsonl"
     try:
         deadline = time.monotonic() + 300
         while not (trajectory.is_file() and trajectory.read_text().count("\n") >= 1):
-            assert time.monotonic() < deadline and runner.poll() is None, "task 92 never started"
+            assert time.monotonic() < deadline and benchmark.poll() is None, "task 92 never started"
             time.sleep(0.02)
-        executors = [child for child in psutil.Process(runner.pid).children(recursive=True)
+        executors = [child for child in psutil.Process(benchmark.pid).children(recursive=True)
                      if any("executor_node" in part for part in child.cmdline())]
         assert len(executors) == 1
         os.kill(executors[0].pid, signal.SIGKILL)
-        stdout, stderr = runner.communicate(timeout=400)
+        stdout, stderr = benchmark.communicate(timeout=400)
     finally:
-        if runner.poll() is None:
-            runner.kill()
-    assert runner.returncode == 0, stderr[-3000:]
+        if benchmark.poll() is None:
+            benchmark.kill()
+    assert benchmark.returncode == 0, stderr[-3000:]
     text = " ".join(stderr.split())
     # Whichever notices first, the runner (the process is gone) or the planner (/subtask went silent), the run is
     # recorded as failed and the stack is restarted.
-    assert "node homiebot_executor died" in text
-    failed = json.loads((out / "92" / "1" / "score.json").read_text())
-    assert failed["success"] is False and failed["ended_with_end"] is False
-    completed = json.loads((out / "93" / "1" / "score.json").read_text())
-    assert completed["success"] is True and completed["task_progress"] == 1.0
+    assert "node homiebot_executor died" in text and "retrying the run" in text
+    for task in ("92", "93"):
+        completed = json.loads((out / task / "1" / "score.json").read_text())
+        assert completed["success"] is True and completed["task_progress"] == 1.0, task
+
+
+def test_a_run_without_a_planner_result_is_retried_while_retries_last(tmp_path):
+    import queue
+
+    progress = runner.Progress(total=1)
+    pairs: queue.Queue[tuple[str, int]] = queue.Queue()
+    assert progress.retry(("92", 1), 2, pairs) and progress.retry(("92", 1), 2, pairs)
+    assert not progress.retry(("92", 1), 2, pairs)
+    assert (pairs.qsize(), progress.total) == (2, 3)
+    assert not runner.Progress(total=1).retry(("92", 1), 0, pairs)
+
+
+def test_runs_without_a_planner_result_are_listed(tmp_path):
+    for task, reason in (("91", "end"), ("92", "error"), ("93", "cancelled")):
+        (tmp_path / task / "1").mkdir(parents=True)
+        (tmp_path / task / "1" / "score.json").write_text(json.dumps({"end_reason": reason}))
+    assert runner.without_result(tmp_path, ["91", "92", "93", "94"], 1) == [
+        "task 92 run 1", "task 93 run 1", "task 94 run 1"]
 
 
 @pytest.mark.ros
@@ -141,8 +161,6 @@ def test_the_runner_learns_that_a_run_ended_through_ros_only(tmp_path, ros_domai
     import builtins
     import io
     import os
-
-    import homiebot.runner as runner
 
     out = (tmp_path / "exp").resolve()
     guarded = {"on": False, "refused": 0}

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-nodes", action="store_true", help="print every node's log lines")
     parser.add_argument("--no-videos", action="store_true",
                         help="do not write the head-camera and third-person videos (MP4) of each subtask and run")
+    parser.add_argument("--retries", type=int, default=0,
+                        help="run a run again at once, up to this many times, when it ends without a planner result "
+                             "(a node died, the planner server failed, a time-out); default 0: a rerun resumes them")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,13 +41,14 @@ def run(args: argparse.Namespace) -> int:
 
     from homiebot.cli import UsageError
     from homiebot.commands._progress import progress_bar
-    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks
+    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks, without_result
 
     try:
         config = RunnerConfig(tasks=args.tasks, out=args.out, runs=args.runs, planner=args.planner,
                               data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps, model=args.model,
                               base_url=args.base_url, params_file=args.config, overrides=tuple(args.overrides),
-                              run_timeout_s=args.run_timeout, record_videos=not args.no_videos)
+                              run_timeout_s=args.run_timeout, record_videos=not args.no_videos,
+                              retries=args.retries)
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
@@ -56,5 +60,12 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from error
     for problem in progress.failed:
         console.print(f"[yellow]warning[/yellow]: {problem}")
-    selected = ",".join(select_tasks(args.data, args.tasks))
-    return emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out), "--tasks", selected])
+    task_ids = select_tasks(args.data, args.tasks)
+    status = emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out),
+                                  "--tasks", ",".join(task_ids)])
+    missing = without_result(args.out, task_ids, args.runs)
+    if missing:
+        console.print(f"[red]error[/red]: {len(missing)} run(s) have no planner result (infrastructure failures, left "
+                      f"out of the scores above): {', '.join(missing)}. Run the same command again to retry them.")
+        return 1
+    return status
