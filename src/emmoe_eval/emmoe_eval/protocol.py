@@ -43,9 +43,17 @@ ERROR_TYPES: tuple[str, ...] = tuple(FEEDBACK_TEMPLATES)
 # How feedback strings are filled in: "release" as the released executor (infer.py lower-cases the whole subtask
 # before building them), "verbatim" this project's earlier form (F1 keeps the action, targets as written).
 FEEDBACK_STYLES: tuple[str, ...] = ("release", "verbatim")
+# Longest action or object name repeated whole in feedback and log lines (real EMMOE names are under 40).
+MAX_ECHOED = 200
 # Error categories of the paper's Figure 3: format, logical, distance, execution.
 ERROR_CATEGORY: dict[str, str] = {code: {"F": "format", "L": "logical", "D": "distance", "E": "execution"}[code[0]]
                                   for code in ERROR_TYPES}
+
+
+def echoed(text: str) -> str:
+    """`text` as feedback and logs may repeat it: whole up to MAX_ECHOED characters, else cut with "..." (a planner
+    that emits a 100,000-character target must not have it copied into every message and log line)."""
+    return text if len(text) <= MAX_ECHOED else text[:MAX_ECHOED - 3] + "..."
 
 
 def feedback_for(error_type: str, action: str, target: str = "", style: str = "release") -> str:
@@ -53,7 +61,8 @@ def feedback_for(error_type: str, action: str, target: str = "", style: str = "r
 
     Style "release" (the default): action and target trimmed and lower-cased, every type, F1 included, byte for byte
     what the release's executor sends (`[Pick, Red_Apple]` -> `red_apple does not exist! ...`). Style "verbatim":
-    F1 keeps the action as written, the other types use the lower-cased verb, the target stays as written.
+    F1 keeps the action as written, the other types use the lower-cased verb, the target stays as written. Either way
+    an action or target longer than MAX_ECHOED characters is cut (`echoed`).
 
     Raises:
         ValueError: for an unknown error type or style.
@@ -66,7 +75,7 @@ def feedback_for(error_type: str, action: str, target: str = "", style: str = "r
         verb, name = (action if error_type == "F1" else action.lower()), target
     else:
         raise ValueError(f"unknown feedback style {style!r}; expected one of {', '.join(FEEDBACK_STYLES)}")
-    return FEEDBACK_TEMPLATES[error_type].format(action=verb, target=name)
+    return FEEDBACK_TEMPLATES[error_type].format(action=echoed(verb), target=echoed(name))
 
 
 def _template_pattern(template: str) -> re.Pattern[str]:

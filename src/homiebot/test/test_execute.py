@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from emmoe_eval.protocol import SubtaskText, default_model
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_default_models_follow_the_system_prompt():
@@ -50,3 +53,11 @@ def test_bad_subtask_is_a_usage_error():
     assert completed.returncode == 2
     assert completed.stderr.startswith("homiebot execute: error: a subtask has at most three parts")
     assert "Traceback" not in completed.stderr
+
+
+def test_a_task_runs_in_its_benchmark_scene(tmp_path):
+    from homiebot.commands.execute import benchmark_scene
+
+    assert benchmark_scene(ROOT / "data", 91) == ROOT / "data" / "test" / "91" / "scene.json"
+    assert benchmark_scene(ROOT / "data", 12) == ROOT / "data" / "train" / "12" / "scene.json"
+    assert benchmark_scene(tmp_path / "absent", 91) is None  # no data folder: the task's generated apartment

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 
-from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, format_subtask
+from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, echoed, format_subtask
 from emmoe_eval.robot.scene import SceneSnapshot
 
 from homiebot_executor.checks import CheckConfig, CheckOutcome, check_subtask
@@ -73,8 +73,8 @@ class ErrorReport:
 
 
 def subtask_text(request: SubtaskText) -> str:
-    """The bracket notation of a request, arguments as written."""
-    return format_subtask(request.action.strip(), request.target.strip(), request.place.strip())
+    """The bracket notation of a request, arguments as written (each cut at MAX_ECHOED characters)."""
+    return format_subtask(echoed(request.action.strip()), echoed(request.target.strip()), echoed(request.place.strip()))
 
 
 @dataclass(frozen=True)

@@ -95,3 +95,15 @@ def test_verbatim_style_keeps_the_names_as_written(make_kitchen):
     assert feedback_for("L3", " Put ", " Fridge ") == "Unable to put, the fridge is closed, you should open it first"
     with pytest.raises(ValueError, match="unknown feedback style 'upper'"):
         feedback_for("F2", "Pick", "apple", style="upper")
+
+
+def test_a_huge_target_is_echoed_cut_in_feedback_and_logs(make_kitchen):
+    from emmoe_eval.protocol import MAX_ECHOED
+
+    from homiebot_executor.monitor import subtask_text
+
+    huge = "x" * 120_000
+    outcome = check_subtask(SubtaskText("Pick", huge, "", "RT-1-X"), make_kitchen(), config=CheckConfig())
+    assert outcome.error_type == "F2"
+    assert outcome.feedback == "x" * (MAX_ECHOED - 3) + "... does not exist! Please choose another object"
+    assert len(subtask_text(SubtaskText("Pick", huge, "", "RT-1-X"))) < 2 * MAX_ECHOED

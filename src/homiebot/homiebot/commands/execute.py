@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot execute`."""
     parser.add_argument("subtasks", nargs="+", metavar="SUBTASK", help='e.g. "[Go to, fridge]" "[Put, apple, sink]"')
     parser.add_argument("--scene", default="", metavar="SPEC", help="scene spec file or official EMMOE scene.json")
-    parser.add_argument("--task", type=int, default=None, metavar="ID", help="EMMOE task id (its apartment)")
+    parser.add_argument("--task", type=int, default=None, metavar="ID",
+                        help="EMMOE task id: its benchmark scene (DATA/<split>/<id>/scene.json), else its apartment")
+    parser.add_argument("--data", type=Path, default=Path("data"), help="EMMOE data folder for --task (default: data)")
     parser.add_argument("--seed", type=int, default=None, help="apartment seed (without --scene/--task: 0)")
     parser.add_argument("--model", default="", help="model for every subtask (default: the one the system prompt "
                                                     "assigns to the action)")
@@ -71,10 +73,14 @@ def execute(args: argparse.Namespace) -> int:
         raise ExecuteError(str(error)) from None
     from habitat_bridge import tools
     from habitat_bridge.scene_spec import save_scene_spec
+    from homiebot.bringup import stack_environment
     from homiebot.supervisor import ProcessSpec, Supervisor
 
+    scene_file = benchmark_scene(args.data, args.task) if args.task is not None and not args.scene else None
+    choice = (tools.SceneChoice(scene_path=str(scene_file), seed=args.seed) if scene_file is not None else
+              tools.SceneChoice(scene_path=args.scene, task_id=args.task, seed=args.seed))
     try:
-        spec = tools.choose_scene(tools.SceneChoice(scene_path=args.scene, task_id=args.task, seed=args.seed))
+        spec = tools.choose_scene(choice)
     except tools.ToolError as error:
         raise ExecuteError(str(error)) from None
     with tempfile.TemporaryDirectory(prefix="homiebot_execute_") as folder:
@@ -82,10 +88,11 @@ def execute(args: argparse.Namespace) -> int:
         stack = [sys.executable, "-m", "homiebot.sim_stack", "--scene", scene_path, "--camera-rate-hz", "0"]
         if args.fail:
             stack += ["--fail", args.fail, "--fail-seed", str(args.fail_seed)]
-        specs = [ProcessSpec("sim_stack", tuple(stack)),
+        environment = stack_environment(None)
+        specs = [ProcessSpec("sim_stack", tuple(stack), environment),
                  ProcessSpec("executor", (sys.executable, "-m", "homiebot_executor.executor_node", "--ros-args",
-                                          "-p", f"routing:={args.routing}")),
-                 ProcessSpec("monitor", (sys.executable, "-m", "homiebot_executor.monitor_node"))]
+                                          "-p", f"routing:={args.routing}"), environment),
+                 ProcessSpec("monitor", (sys.executable, "-m", "homiebot_executor.monitor_node"), environment)]
         ready = {"sim_stack": "homiebot sim stack ready", "executor": "homiebot_executor ready",
                  "monitor": "emmoe monitor ready"}
         with Supervisor(specs, out=sys.stderr, echo=args.verbose) as supervisor:
@@ -94,6 +101,20 @@ def execute(args: argparse.Namespace) -> int:
                     tail = "\n".join(supervisor.lines[name][-5:])
                     raise ExecuteError(f"{name} did not start within {args.startup_timeout:g} s:\n{tail}")
             return _send_all(parsed, args)
+
+
+def benchmark_scene(data_dir: Path, task_id: int) -> Path | None:
+    """The scene.json the benchmark runs task `task_id` in, when the data folder (if there is one) has that task."""
+    from emmoe_eval.dataset import SCENE_FILE, DatasetError, find_task
+
+    if not data_dir.is_dir():
+        return None
+    try:
+        task = find_task(data_dir, str(task_id))
+    except DatasetError as error:
+        raise ExecuteError(str(error)) from None
+    scene = task.directory / SCENE_FILE if task is not None else None
+    return scene if scene is not None and scene.is_file() else None
 
 
 def _send_all(parsed: list[Any], args: argparse.Namespace) -> int:
