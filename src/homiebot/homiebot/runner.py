@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
-from emmoe_eval.ros_domains import NoFreeDomain, lease_domain
+from emmoe_eval.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
 from emmoe_eval.runs import NOT_PLANNER_RESULTS
 
 from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
@@ -79,6 +79,8 @@ class RunnerConfig:
         record_videos: the evaluator writes head-camera and third-person MP4s per subtask and per run.
         retries: how often a run that ended without a planner result (a node died, the planner server failed, a
             time-out) is run again at once; what still has none at the end is left for the next resume.
+        domain_id: the ROS_DOMAIN_ID of the (single) stack; None: a free one is leased. Either way the domain is
+            locked for the run, so no other stack on this machine can join it.
     """
 
     tasks: str
@@ -96,8 +98,12 @@ class RunnerConfig:
     startup_timeout_s: float = 180.0
     record_videos: bool = True
     retries: int = 0
+    domain_id: int | None = None
 
     def __post_init__(self) -> None:
+        if self.domain_id is not None and (self.jobs != 1 or self.domain_id not in DOMAIN_IDS):
+            raise ValueError(f"--domain-id needs --jobs 1 and an id in 1-101 or 215-232, got {self.domain_id} "
+                             f"with --jobs {self.jobs}")
         if self.planner not in PLANNERS:
             raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
         if self.retries < 0:
@@ -356,7 +362,8 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
     for pair in work:
         pairs.put(pair)
     try:
-        leases = [lease_domain() for _ in range(min(config.jobs, len(work)))]
+        leases = ([lease_domain() for _ in range(min(config.jobs, len(work)))] if config.domain_id is None
+                  else [lease_domain(candidates=(config.domain_id,))])
     except NoFreeDomain as error:
         raise RunnerError(str(error)) from None
     try:

@@ -59,6 +59,9 @@ def test_experiment_parameters_reach_the_planner_and_evaluator(tmp_path):
     ({"planner": "openai", "model": "x"}, "needs --base-url"),
     ({"runs": 0}, "at least 1"),
     ({"overrides": ("backend=mock",)}, "NODE.PARAM=VALUE"),
+    ({"retries": -1}, "--retries"),
+    ({"domain_id": 5, "jobs": 2}, "needs --jobs 1"),
+    ({"domain_id": 150}, "needs --jobs 1"),
 ])
 def test_invalid_configurations_are_refused(tmp_path, options, message):
     with pytest.raises(ValueError, match=message):
@@ -192,3 +195,13 @@ def test_the_runner_learns_that_a_run_ended_through_ros_only(tmp_path, ros_domai
     assert (progress.done, progress.failed, guarded["refused"]) == (1, [], 0)
     score = json.loads((out / "92" / "1" / "score.json").read_text())
     assert (score["end_reason"], score["success"], score["task_progress"]) == ("end", True, 1.0)
+
+
+def test_an_explicit_domain_held_by_another_stack_is_refused(tmp_path):
+    from emmoe_eval.ros_domains import lease_domain
+
+    with lease_domain() as held:
+        config = RunnerConfig(tasks="91", runs=1, planner="expert", out=tmp_path / "exp", data_dir=DATA,
+                              domain_id=held.domain_id)
+        with pytest.raises(RunnerError, match="in use"):
+            runner.run_benchmark(config, report=lambda _line: None)

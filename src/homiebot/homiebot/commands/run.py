@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-nodes", action="store_true", help="print every node's log lines")
     parser.add_argument("--no-videos", action="store_true",
                         help="do not write the head-camera and third-person videos (MP4) of each subtask and run")
+    parser.add_argument("--domain-id", type=int, default=None,
+                        help="ROS_DOMAIN_ID of the stack (with --jobs 1; default: a free one, locked for the run)")
     parser.add_argument("--retries", type=int, default=0,
                         help="run a run again at once, up to this many times, when it ends without a planner result "
                              "(a node died, the planner server failed, a time-out); default 0: a rerun resumes them")
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                               data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps, model=args.model,
                               base_url=args.base_url, params_file=args.config, overrides=tuple(args.overrides),
                               run_timeout_s=args.run_timeout, record_videos=not args.no_videos,
-                              retries=args.retries)
+                              retries=args.retries, domain_id=args.domain_id)
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
