@@ -16,6 +16,7 @@ Across (`--across`): wall time of Go to from the fridge to the tv stand and back
 
     python bench/bench_executor.py --seeds 10            # skill rates (about 1 s per trial)
     python bench/bench_executor.py --round-trip          # /subtask overhead
+    python bench/bench_executor.py --soak 10000          # 10,000 consecutive goals: lost count, p99
     python bench/bench_executor.py --across --seeds 10   # Go to across the apartment
 Results go to bench/results/executor.json.
 """
@@ -30,6 +31,8 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -164,22 +167,17 @@ def across_apartment(seeds: list[int]) -> dict[str, Any]:
             "median_straight_line_m": round(statistics.median(paths), 2)}
 
 
-def round_trip(count: int) -> dict[str, Any]:
-    """/subtask round trips without skill simulation, each node in its own process as deployed.
-
-    The scene comes from the test stand-in src/homiebot_executor/test/static_scene.py and the skill server answers
-    at once (an instant scripted policy), so what is measured is the executor's own overhead: goal and result
-    transport, the scene queries, the checks, routing and the skill action hop. Cases: End (no scene query), an F2
-    check failure (one query), and a successful Pick (two queries, one skill action round trip).
-    """
+@contextmanager
+def _subtask_stack() -> Iterator[Any]:
+    """The executor node, the static scene stand-in and an instant skill server, each in its own process as
+    deployed, and an ActionClient on /subtask spun by a thread of this process."""
     import os
     import subprocess
     import threading
 
     import rclpy
+    from emmoe_eval.action_client import ActionClient
     from emmoe_interfaces.action import ExecuteSubtask
-    from emmoe_interfaces.msg import Subtask
-    from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))  # Linux-valid DDS domain ids
@@ -199,28 +197,8 @@ def round_trip(count: int) -> dict[str, Any]:
     threading.Thread(target=spinner.spin, daemon=True).start()
     client: Any = ActionClient(client_node, ExecuteSubtask, "/subtask")
     client.wait_for_server(timeout_sec=30)
-
-    def once(subtask: Any) -> float:
-        started = time.perf_counter()
-        done = threading.Event()
-        future = client.send_goal_async(ExecuteSubtask.Goal(subtask=subtask))
-        future.add_done_callback(lambda _: done.set())
-        done.wait(30)
-        done.clear()
-        result_future = future.result().get_result_async()
-        result_future.add_done_callback(lambda _: done.set())
-        done.wait(30)
-        return (time.perf_counter() - started) * 1000
-
-    cases = {"End": Subtask(action="End", model="None"),
-             "F2 check failure": Subtask(action="Pick", target="spaceship", model="RT-1-X"),
-             "Pick with an instant skill": Subtask(action="Pick", target="apple", model="RT-1-X")}
-    timings: dict[str, list[float]] = {}
     try:
-        for label, subtask in cases.items():
-            for _ in range(5):
-                once(subtask)
-            timings[label] = [once(subtask) for _ in range(count)]
+        yield client
     finally:
         spinner.shutdown()
         client.destroy()
@@ -230,8 +208,76 @@ def round_trip(count: int) -> dict[str, Any]:
             child.send_signal(2)
         for child in children:
             child.wait(timeout=10)
+
+
+def _timed_goal(client: Any, subtask: Any, wait_s: float = 30.0) -> float | None:
+    """Milliseconds from sending a /subtask goal to its result, or None when the acceptance or the result did not
+    come within `wait_s` (a lost goal)."""
+    import threading
+
+    from emmoe_interfaces.action import ExecuteSubtask
+
+    started = time.perf_counter()
+    done = threading.Event()
+    future = client.send_goal_async(ExecuteSubtask.Goal(subtask=subtask))
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(wait_s) or future.result() is None or not future.result().accepted:
+        return None
+    done.clear()
+    result_future = future.result().get_result_async()
+    result_future.add_done_callback(lambda _: done.set())
+    if not done.wait(wait_s):
+        return None
+    return (time.perf_counter() - started) * 1000
+
+
+def _cases() -> dict[str, Any]:
+    from emmoe_interfaces.msg import Subtask
+
+    return {"End": Subtask(action="End", model="None"),
+            "F2 check failure": Subtask(action="Pick", target="spaceship", model="RT-1-X"),
+            "Pick with an instant skill": Subtask(action="Pick", target="apple", model="RT-1-X")}
+
+
+def round_trip(count: int) -> dict[str, Any]:
+    """/subtask round trips without skill simulation, each node in its own process as deployed.
+
+    The scene comes from the test stand-in src/homiebot_executor/test/static_scene.py and the skill server answers
+    at once (an instant scripted policy), so what is measured is the executor's own overhead: goal and result
+    transport, the scene queries, the checks, routing and the skill action hop. Cases: End (no scene query), an F2
+    check failure (one query), and a successful Pick (two queries, one skill action round trip).
+    """
+    timings: dict[str, list[float]] = {}
+    with _subtask_stack() as client:
+        for label, subtask in _cases().items():
+            for _ in range(5):
+                _timed_goal(client, subtask)
+            answered = [_timed_goal(client, subtask) for _ in range(count)]
+            timings[label] = [value for value in answered if value is not None]
     return {label: {"median_ms": round(statistics.median(values), 2), "p90_ms": round(percentile(values, 0.9), 2)}
             for label, values in timings.items()}
+
+
+def soak(count: int) -> dict[str, Any]:
+    """`count` consecutive /subtask goals cycling through the round-trip cases: how many were lost (no acceptance or
+    no result within 30 s), and the median, p99 and longest round trip of the answered ones."""
+    cases = list(_cases().values())
+    answered: list[float] = []
+    lost = 0
+    started = time.perf_counter()
+    with _subtask_stack() as client:
+        for index in range(count):
+            value = _timed_goal(client, cases[index % len(cases)])
+            if value is None:
+                lost += 1
+            else:
+                answered.append(value)
+            if (index + 1) % 1000 == 0:
+                print(f"soak: {index + 1}/{count} goals, {lost} lost, {time.perf_counter() - started:.0f} s",
+                      file=sys.stderr, flush=True)
+    return {"goals": count, "lost": lost, "median_ms": round(statistics.median(answered), 2),
+            "p99_ms": round(percentile(answered, 0.99), 2), "max_ms": round(max(answered), 2),
+            "wall_s": round(time.perf_counter() - started, 1)}
 
 
 # A skill server whose policy answers at once (the /subtask overhead without any simulation).
@@ -263,11 +309,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=3, help="episodes per apartment")
     parser.add_argument("--round-trip", action="store_true", help="measure the /subtask overhead instead")
     parser.add_argument("--count", type=int, default=50, help="round trips per case")
+    parser.add_argument("--soak", type=int, default=0, metavar="N",
+                        help="send N consecutive /subtask goals and count the lost ones instead")
     parser.add_argument("--across", action="store_true", help="time Go to across the apartment instead")
     args = parser.parse_args(argv)
-    if args.round_trip:
+    if args.soak:
+        figures = soak(args.soak)
+        results: dict[str, Any] = {"soak": figures}
+    elif args.round_trip:
         figures = round_trip(args.count)
-        results: dict[str, Any] = {"round_trip": figures}
+        results = {"round_trip": figures}
     elif args.across:
         figures = across_apartment(list(range(args.first_seed, args.first_seed + args.seeds)))
         results = {"across_apartment": figures}

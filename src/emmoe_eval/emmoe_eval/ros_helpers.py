@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 import sys
 import threading
 import time
@@ -51,6 +52,10 @@ __all__ = [
 Cancel = Union[threading.Event, Callable[[], bool], None]
 # What spin_node reports as a configuration error (exit status 2) rather than a crash.
 CONFIG_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ParameterException)
+
+
+# Seconds a node process has to clean up after it was told to stop, before it exits regardless.
+EXIT_GRACE_S = 1.8
 
 
 class WaitStatus(str, enum.Enum):
@@ -137,6 +142,9 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
 
     Returns:
         0 after a normal shutdown, 2 after a configuration error.
+
+    Once spinning stops (Ctrl-C, SIGTERM, shutdown), the process ends within EXIT_GRACE_S even when a callback is
+    still blocked (a skill waiting for its server): the clean-up gets that long, then the process exits.
     """
     rclpy.init(args=args)
     nodes: list[Node] = []
@@ -158,14 +166,27 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
         print(f"{name}: error: {error}", file=sys.stderr)
         return 2
     finally:
+        _exit_after(EXIT_GRACE_S)
         if executor is not None:
-            executor.shutdown()
+            executor.shutdown(timeout_sec=EXIT_GRACE_S / 4)
         if on_shutdown is not None:
             on_shutdown()
         for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def _exit_after(seconds: float) -> None:
+    """End the process `seconds` from now unless it has ended by itself (a daemon timer: it never keeps it alive)."""
+    def leave() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(seconds, leave)
+    timer.daemon = True
+    timer.start()
 
 
 @dataclasses.dataclass

@@ -45,7 +45,7 @@ def call_action(action_type: Any, action_name: str, goal: Any, timeout_s: float,
     """
     require_localhost_discovery()
     from emmoe_eval.ros_helpers import CallStatus, private_node, send_action_goal
-    from rclpy.action import ActionClient
+    from emmoe_eval.action_client import ActionClient
 
     with private_node(node_name) as private:
         client = ActionClient(private.node, action_type, action_name)

@@ -229,7 +229,7 @@ class Stack:
     def start(self, timeout_s: float) -> None:
         """Start the processes and wait until the planner's /emmoe/run_task is served."""
         import rclpy
-        from rclpy.action import ActionClient
+        from emmoe_eval.action_client import ActionClient
         from rclpy.context import Context
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from emmoe_eval.action_client import ActionClient
 from emmoe_eval.protocol import SubtaskText
 from emmoe_eval.ros_helpers import CallStatus, WaitStatus, call_service, declare_config, send_action_goal, spin_node, \
     wait_for_future
@@ -44,7 +45,7 @@ from emmoe_eval.robot.scene import SceneSnapshot
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node

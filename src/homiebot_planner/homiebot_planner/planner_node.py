@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from emmoe_eval import topics
+from emmoe_eval.action_client import ActionClient
 from emmoe_eval.runs import Step
 from emmoe_eval.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
 from emmoe_interfaces.msg import StepRecord, Subtask
 from emmoe_interfaces.srv import GetObservation, ResetEpisode
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter

@@ -122,7 +122,7 @@ def _send_all(parsed: list[Any], args: argparse.Namespace) -> int:
     from emmoe_eval.topics import SUBTASK_ACTION
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
-    from rclpy.action import ActionClient
+    from emmoe_eval.action_client import ActionClient
 
     failures = 0
     inventory: list[str] = []

@@ -1,0 +1,69 @@
+"""A node process told to stop is gone within 2 s, even while one of its callbacks is blocked."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from emmoe_eval.action_client import ActionClient
+from emmoe_eval.ros_helpers import EXIT_GRACE_S
+
+EXIT_LIMIT_S = 2.0
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_the_executor_exits_within_two_seconds_with_a_goal_in_flight(ros_process, ros_node_factory, stop_signal):
+    from emmoe_interfaces.action import ExecuteSubtask
+    from emmoe_interfaces.msg import Subtask
+    from rclpy.executors import SingleThreadedExecutor
+
+    assert EXIT_GRACE_S < EXIT_LIMIT_S
+    # No simulator: the Pick's callback blocks for 60 s waiting for /sim/query_scene to appear.
+    executor_process = ros_process("-m", "homiebot_executor.executor_node", "--ros-args", "-p", "server_wait_s:=60.0",
+                                   "-p", "service_timeout_s:=60.0", ready="homiebot_executor ready")
+    node = ros_node_factory("exit_client")
+    spinner = SingleThreadedExecutor(context=node.context)
+    spinner.add_node(node)
+    client = ActionClient(node, ExecuteSubtask, "/subtask")
+    try:
+        assert client.wait_for_server(timeout_sec=30)
+        accepted = client.send_goal_async(ExecuteSubtask.Goal(subtask=Subtask(action="Pick", target="apple",
+                                                                              model="RT-1-X")))
+        spinner.spin_until_future_complete(accepted, timeout_sec=30)
+        assert accepted.done() and accepted.result().accepted
+        time.sleep(0.5)  # the execute callback is now waiting inside the node
+        assert executor_process.process.poll() is None
+        stopped = time.monotonic()
+        executor_process.process.send_signal(stop_signal)
+        executor_process.process.wait(timeout=30)
+        assert time.monotonic() - stopped < EXIT_LIMIT_S, executor_process.output()
+    finally:
+        client.destroy()
+        spinner.shutdown()
+
+
+# A node whose timer callback blocks for a minute in a way no shutdown can interrupt.
+STUCK_NODE = """
+import time
+from rclpy.node import Node
+from emmoe_eval.ros_helpers import spin_node
+
+def build():
+    node = Node("stuck_node")
+    node.create_timer(0.1, lambda: (print("stuck in a callback", flush=True), time.sleep(60)))
+    return node
+
+spin_node(build, ready_line="stuck node ready")
+"""
+
+
+@pytest.mark.ros
+def test_a_node_with_a_callback_that_never_returns_still_exits(ros_process):
+    stuck = ros_process("-c", STUCK_NODE, ready="stuck in a callback")
+    stopped = time.monotonic()
+    stuck.process.send_signal(signal.SIGTERM)
+    stuck.process.wait(timeout=30)
+    assert time.monotonic() - stopped < EXIT_LIMIT_S, stuck.output()
