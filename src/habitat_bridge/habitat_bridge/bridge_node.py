@@ -28,6 +28,7 @@ video_rate_hz (see habitat_bridge.bridge_core.BridgeConfig). Run: `ros2 run habi
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -51,7 +52,7 @@ from emmoe_eval.videos import VIDEO_TOPICS
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState
@@ -111,10 +112,12 @@ class BridgeNode(Node):
         self.create_service(GetObservation, GET_OBSERVATION_SERVICE, self._on_get_observation, callback_group=group)
         self.create_service(QueryScene, QUERY_SCENE_SERVICE, self._on_query_scene, callback_group=group)
         self._last_cmd_vel = -float("inf")
+        self._command = (0.0, 0.0)
         self._ticks = 0
         self._camera_every = (max(1, round(self.config.rate_hz / self.config.camera_rate_hz))
                               if self.config.camera_rate_hz > 0 else 0)
-        self.create_timer(1.0 / self.config.rate_hz, self._on_tick, callback_group=group)
+        # Ticks in a group of their own: one at a time, never queued up behind each other on the simulator lock.
+        self.create_timer(1.0 / self.config.rate_hz, self._on_tick, callback_group=MutuallyExclusiveCallbackGroup())
         self._video_views = bridge_core.video_views(self.backend.views)
         self._video_publishers = {stream: self.create_publisher(Image, VIDEO_TOPICS[stream], 2)
                                   for stream in self._video_views}
@@ -146,22 +149,24 @@ class BridgeNode(Node):
 
     # ---- callbacks ----------------------------------------------------------------------------------------------
     def _on_cmd_vel(self, message: Twist) -> None:
-        try:
-            with self._lock:
-                if self._pauses:
-                    return
-                self.backend.set_base_velocity(float(message.linear.x), float(message.angular.z))
-            self._last_cmd_vel = time.monotonic()
-        except Exception as error:  # a malformed command must not stop the node
-            self.get_logger().warning(f"ignored /cmd_vel: {bridge_core.describe_backend_error(error)}")
+        """Keep the latest command; the next tick applies it. No simulator lock here: a command must never wait
+        behind a tick that renders the cameras (on a loaded machine the base stopped between late commands)."""
+        command = (float(message.linear.x), float(message.angular.z))
+        if not all(math.isfinite(value) for value in command):
+            self.get_logger().warning(f"ignored /cmd_vel: base velocity must be finite, got {command}")
+            return
+        if self._pauses:  # an int read: atomic; a paused body drives the robot itself
+            return
+        self._command = command
+        self._last_cmd_vel = time.monotonic()
 
     def _on_tick(self) -> None:
         try:
             with self._lock:
                 observation = None
                 if not self._pauses:
-                    if time.monotonic() - self._last_cmd_vel > self.config.cmd_vel_timeout:
-                        self.backend.set_base_velocity(0.0, 0.0)
+                    fresh = time.monotonic() - self._last_cmd_vel <= self.config.cmd_vel_timeout
+                    self.backend.set_base_velocity(*(self._command if fresh else (0.0, 0.0)))
                     self.backend.step(1.0 / self.config.rate_hz)
                     self._ticks += 1
                     if self._camera_every and self._ticks % self._camera_every == 0:
