@@ -101,9 +101,17 @@ def test_unknown_task_is_a_one_line_usage_error(tmp_path):
 
 
 @pytest.mark.ros
-def test_killing_the_executor_fails_that_run_and_the_rest_complete(tmp_path, ros_domain_id):
-    """The executor process is killed during task 92's first run: that attempt is an infrastructure failure, the
-    stack restarts, `--retries 1` runs it again (now complete) and task 93 completes."""
+@pytest.mark.parametrize("executable, node", [
+    ("executor_node", "homiebot_executor"),
+    pytest.param("sim_stack", "sim_stack", marks=pytest.mark.slow),
+    pytest.param("monitor_node", "emmoe_monitor", marks=pytest.mark.slow),
+    pytest.param("evaluator_node", "emmoe_evaluator", marks=pytest.mark.slow),
+    pytest.param("planner_node", "planner", marks=pytest.mark.slow),
+])
+def test_killing_a_node_mid_run_is_never_a_planner_result(tmp_path, ros_domain_id, executable, node):
+    """A node process is SIGKILLed during task 92's first run: that attempt is an infrastructure failure (never
+    scored as the planner's result), the stack restarts, `--retries 1` runs it again (now complete) and task 93
+    completes; the command exits 0 because every run ends with a planner result."""
     import os
     import signal
     import time
@@ -112,27 +120,25 @@ def test_killing_the_executor_fails_that_run_and_the_rest_complete(tmp_path, ros
 
     out = tmp_path / "exp"
     benchmark = subprocess.Popen(["homiebot", "run", "--tasks", "92,93", "--runs", "1", "--planner", "expert",
-                               "--retries", "1", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+                                  "--retries", "1", "--out", str(out), "--no-videos"], cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     trajectory = out / "92" / "1" / "trajectory.jsonl"
     try:
         deadline = time.monotonic() + 300
         while not (trajectory.is_file() and trajectory.read_text().count("\n") >= 1):
             assert time.monotonic() < deadline and benchmark.poll() is None, "task 92 never started"
             time.sleep(0.02)
-        executors = [child for child in psutil.Process(benchmark.pid).children(recursive=True)
-                     if any("executor_node" in part for part in child.cmdline())]
-        assert len(executors) == 1
-        os.kill(executors[0].pid, signal.SIGKILL)
+        victims = [child for child in psutil.Process(benchmark.pid).children(recursive=True)
+                   if any(executable in part for part in child.cmdline())]
+        assert len(victims) == 1
+        os.kill(victims[0].pid, signal.SIGKILL)
         stdout, stderr = benchmark.communicate(timeout=400)
     finally:
         if benchmark.poll() is None:
             benchmark.kill()
     assert benchmark.returncode == 0, stderr[-3000:]
     text = " ".join(stderr.split())
-    # Whichever notices first, the runner (the process is gone) or the planner (/subtask went silent), the run is
-    # recorded as failed and the stack is restarted.
-    assert "node homiebot_executor died" in text and "retrying the run" in text
+    assert "retrying the run" in text, text[-3000:]
     for task in ("92", "93"):
         completed = json.loads((out / task / "1" / "score.json").read_text())
         assert completed["success"] is True and completed["task_progress"] == 1.0, task
