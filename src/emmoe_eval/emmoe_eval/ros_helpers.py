@@ -166,7 +166,7 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
         print(f"{name}: error: {error}", file=sys.stderr)
         return 2
     finally:
-        _exit_after(EXIT_GRACE_S)
+        watchdog = _exit_after(EXIT_GRACE_S, name)
         if executor is not None:
             executor.shutdown(timeout_sec=EXIT_GRACE_S / 4)
         if on_shutdown is not None:
@@ -174,19 +174,35 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
         for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
+        if not _threads_left(timeout_s=EXIT_GRACE_S / 4):
+            watchdog.cancel()  # nothing can keep the process from ending: a caller in-process goes on
     return 0
 
 
-def _exit_after(seconds: float) -> None:
-    """End the process `seconds` from now unless it has ended by itself (a daemon timer: it never keeps it alive)."""
+def _exit_after(seconds: float, name: str) -> threading.Timer:
+    """End the process with status 1 `seconds` from now unless it has ended by itself or the timer is cancelled (a
+    daemon timer: it never keeps the process alive)."""
     def leave() -> None:
+        print(f"{name}: still busy {seconds:g} s after the stop (a callback does not return); exiting",
+              file=sys.stderr, flush=True)
         sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        os._exit(1)
 
     timer = threading.Timer(seconds, leave)
     timer.daemon = True
     timer.start()
+    return timer
+
+
+def _threads_left(timeout_s: float) -> bool:
+    """Whether threads that would keep the interpreter from exiting (not daemon, e.g. an executor thread stuck in a
+    callback) are still running after waiting up to `timeout_s` for them."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return any(thread.is_alive() and not thread.daemon and thread is not threading.current_thread()
+               for thread in threading.enumerate())
 
 
 @dataclasses.dataclass

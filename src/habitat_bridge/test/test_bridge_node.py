@@ -23,9 +23,6 @@ def _call(node, executor, service_type, name: str, request, timeout: float = 30.
     return future.result()
 
 
-# The drive part failed in 1 of 3 full-suite runs (the robot had not moved 0.2 m in 20 s; the bridge's tick stalls
-# while images are published) and passes alone; rerun while the tick stall is investigated.
-@pytest.mark.flaky(reruns=2)
 def test_node_serves_observations_queries_resets_and_drives(ros_process, ros_node_factory, compact_spec: SceneSpec,
                                                             tmp_path: Path) -> None:
     from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode

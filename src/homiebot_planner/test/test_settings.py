@@ -19,7 +19,7 @@ def test_defaults_are_the_benchmark_settings() -> None:
     assert Path(settings.backend.adapter_dir) == default_adapter_dir()  # HomieBot-135M, the trained default
     assert build_settings({"backend": "smollm2"}).backend.adapter_dir == ""  # type: ignore[union-attr]
     assert (settings.node.max_steps, settings.planner.max_samples, settings.planner.history_window,
-            settings.planner.temperature, settings.planner.request_variant) == (20, 5, 0, 0.2, "live")
+            settings.planner.temperature, settings.planner.request_variant) == (20, 5, 0, 0.0, "live")
     assert settings.in_context_example == "auto"
     assert build_settings({"history_window": 3}).planner.history_window == 3  # the release's unused window
 
@@ -27,7 +27,8 @@ def test_defaults_are_the_benchmark_settings() -> None:
 @pytest.mark.parametrize(("backend", "parser", "temperature", "max_new_tokens"), [
     ({"backend": "openai", "openai_base_url": "http://127.0.0.1:9/v1"}, "release_bracket", None, 300),
     ({"backend": "hf", "hf_model_path": "/m"}, "release", 0.2, 1024),
-    ({}, "strict", 0.2, 1024),
+    ({}, "strict", 0.0, 1024),  # homiebot: greedy
+    ({"backend": "smollm2"}, "strict", 0.2, 1024),
     ({"backend": "mock", "mock_outputs": ["a"]}, "strict", 0.2, 1024),
 ])
 def test_parser_and_sampling_follow_the_backend(backend: dict[str, object], parser: str, temperature: float | None,
