@@ -190,6 +190,9 @@ def _subtask_stack() -> Iterator[Any]:
     for child in children:
         assert child.stdout is not None
         child.stdout.readline()
+        # Keep reading: a child whose output pipe is full blocks in its next log line (the executor logs one warning
+        # per goal here, as no monitor runs), and its goals then stop being answered.
+        threading.Thread(target=lambda stream=child.stdout: all(True for _ in stream), daemon=True).start()
     rclpy.init()
     client_node = rclpy.create_node("bench_client")
     spinner = SingleThreadedExecutor()
