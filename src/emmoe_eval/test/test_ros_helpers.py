@@ -200,7 +200,7 @@ class Navigator:
 
 def navigate_client(node):
     from emmoe_interfaces.action import Navigate
-    from rclpy.action import ActionClient
+    from emmoe_eval.action_client import ActionClient
 
     return ActionClient(node, Navigate, "/helpers/navigate")
 

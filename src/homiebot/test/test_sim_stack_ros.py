@@ -16,7 +16,7 @@ pytestmark = pytest.mark.ros
 def test_subtasks_run_on_the_simulated_robot(ros_context, ros_process):
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
-    from rclpy.action import ActionClient
+    from emmoe_eval.action_client import ActionClient
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.node import Node
 

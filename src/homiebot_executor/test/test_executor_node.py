@@ -105,7 +105,7 @@ def wait(future, timeout=30.0):
 def send(client_node, action, target="", place="", model="RT-1-X", inventory=(), feedback=None):
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
-    from rclpy.action import ActionClient
+    from emmoe_eval.action_client import ActionClient
 
     client = ActionClient(client_node, ExecuteSubtask, "/subtask")
     assert client.wait_for_server(timeout_sec=20)

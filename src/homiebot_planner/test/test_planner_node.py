@@ -56,7 +56,8 @@ class Graph:
         from emmoe_interfaces.action import ExecuteSubtask, RunTask
         from emmoe_interfaces.msg import StepRecord, VisibleObjects
         from emmoe_interfaces.srv import GetObservation, ResetEpisode
-        from rclpy.action import ActionClient, ActionServer, CancelResponse
+        from emmoe_eval.action_client import ActionClient
+        from rclpy.action import ActionServer, CancelResponse
         from rclpy.callback_groups import ReentrantCallbackGroup
         from rclpy.executors import MultiThreadedExecutor
         from sensor_msgs.msg import Image
