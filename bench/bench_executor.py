@@ -30,6 +30,7 @@ import random
 import statistics
 import sys
 import time
+import collections
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -192,7 +193,7 @@ def _subtask_stack() -> Iterator[Any]:
         child.stdout.readline()
         # Keep reading: a child whose output pipe is full blocks in its next log line (the executor logs one warning
         # per goal here, as no monitor runs), and its goals then stop being answered.
-        threading.Thread(target=lambda stream=child.stdout: all(True for _ in stream), daemon=True).start()
+        threading.Thread(target=collections.deque, args=(child.stdout, 0), daemon=True).start()  # read, discard
     rclpy.init()
     client_node = rclpy.create_node("bench_client")
     spinner = SingleThreadedExecutor()

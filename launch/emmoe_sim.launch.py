@@ -8,7 +8,7 @@ the same way on installs without `ros2 launch`. Only the planner's environment h
 
 import os
 
-from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, secret_variables, stack_environment
+from homiebot.bringup import EMMOE_SIM_NODES, config_path, dropped_variables, stack_environment
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
@@ -21,11 +21,11 @@ def generate_launch_description() -> LaunchDescription:
     actions = [SetEnvironmentVariable(name, value) for name, value in stack_environment(None).items()]
     actions.append(DeclareLaunchArgument("config", default_value=str(config_path()),
                                          description="ROS parameter file of the stack"))
-    secrets = secret_variables({})
     for spec in EMMOE_SIM_NODES:
         options: dict[str, object] = {"name": spec.name} if spec.single_node else {}
-        if spec.name != PLANNER_NODE:  # only the planner may see the API key
-            options["env"] = {**{name: value for name, value in os.environ.items() if name not in secrets},
+        dropped = dropped_variables(spec.name, {})
+        if dropped:  # only the planner may see the API key
+            options["env"] = {**{name: value for name, value in os.environ.items() if name not in dropped},
                               **stack_environment(None)}
         actions.append(Node(package=spec.package, executable=spec.executable, output="screen", emulate_tty=True,
                             parameters=[config, dict(spec.parameters)], **options))

@@ -129,11 +129,15 @@ def secret_variables(overrides: Mapping[str, Mapping[str, object]]) -> tuple[str
     return (str(overrides.get(PLANNER_NODE, {}).get(API_KEY_PARAMETER, PARAMETER_DEFAULTS[API_KEY_PARAMETER])),)
 
 
+def dropped_variables(node_name: str, overrides: Mapping[str, Mapping[str, object]]) -> tuple[str, ...]:
+    """The environment variables process `node_name` must not inherit: the API key variable, unless it is the
+    planner (no other node needs the key, so no other node can leak it)."""
+    return () if node_name == PLANNER_NODE else secret_variables(overrides)
+
+
 def stack_process_specs(params_file: Path, overrides: Mapping[str, Mapping[str, object]],
                         environment: Mapping[str, str], label: str = "") -> list[ProcessSpec]:
-    """The supervisor's processes of the stack, `label` before each name. Only the planner keeps the API key
-    variable in its environment: no other node needs it, so no other node can leak it."""
-    secrets = secret_variables(overrides)
+    """The supervisor's processes of the stack, `label` before each name (see `dropped_variables`)."""
     return [ProcessSpec(f"{label}{spec.name}", tuple(node_command(spec, params_file, overrides.get(spec.name))),
-                        environment, drop_env=() if spec.name == PLANNER_NODE else secrets)
+                        environment, drop_env=dropped_variables(spec.name, overrides))
             for spec in EMMOE_SIM_NODES]
