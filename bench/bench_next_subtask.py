@@ -2,7 +2,7 @@
 
 For each row the model gets the row's conversation up to the last user turn (exactly what it was trained on, without
 a system prompt unless the checkpoint's planner_prompt.json says otherwise) and generates greedily (no constrained
-decoding); the answer's subtask is compared with the expert's. Rows of the validation tasks (held out from training)
+decoding); the answer's subtask is compared with the expert's (answers with or without the Analysis line). Rows of the validation tasks (held out from training)
 and, for comparison, the same number of training rows are scored. A run-time planner step additionally has
 constrained decoding, so these figures are a lower bound of its step choices on the same states.
 
@@ -24,7 +24,8 @@ from typing import Any
 
 from emmoe_eval.dataset import base_task_id
 
-from homiebot_planner.parsing import parse_output
+from homiebot_planner.backends.constrained import ANSWER_OPENING
+from homiebot_planner.parsing import ParsedOutput, parse_output
 
 RESULTS = Path(__file__).resolve().parent / "results" / "next_subtask.json"
 
@@ -46,6 +47,11 @@ def _system_prompt(adapter: Path) -> str | None:
     return json.loads(prompt_file.read_text())["system_prompt"] if prompt_file.is_file() else None
 
 
+def parse_answer(text: str) -> ParsedOutput | None:
+    """A full answer, or a decision-style one (Subtask and Model lines only)."""
+    return parse_output(text if ANSWER_OPENING in text else f"{ANSWER_OPENING}\n{text}")
+
+
 def score_rows(rows: list[dict[str, Any]], tokenizer: Any, model: Any, system: str | None) -> dict[str, Any]:
     """Greedy answers for the rows; the share whose subtask (and whose action) equals the expert's."""
     import torch
@@ -55,11 +61,12 @@ def score_rows(rows: list[dict[str, Any]], tokenizer: Any, model: Any, system: s
     for row in rows:
         turns = [{"role": turn["role"], "content": turn["content"]} for turn in row["messages"]]
         prompt = ([{"role": "system", "content": system}] if system else []) + turns[:-1]
-        ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, return_tensors="pt")
+        ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, return_tensors="pt",
+                                            return_dict=True)["input_ids"]
         with torch.no_grad():
             output = model.generate(ids, max_new_tokens=64, do_sample=False, pad_token_id=tokenizer.eos_token_id)
-        answer = parse_output(tokenizer.decode(output[0, ids.shape[1]:], skip_special_tokens=True))
-        expected = parse_output(turns[-1]["content"])
+        answer = parse_answer(tokenizer.decode(output[0, ids.shape[1]:], skip_special_tokens=True))
+        expected = parse_answer(turns[-1]["content"])
         if answer is None or expected is None:
             continue
         parsed += 1

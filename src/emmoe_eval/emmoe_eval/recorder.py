@@ -11,13 +11,17 @@ The planner owns the episode: a run ends when a record carries its end reason (`
 `cancelled`, `error`; see emmoe_interfaces/msg/StepRecord), either on its last executed step or on a run-end marker
 (`end_run`) when the run stopped before executing anything more. `finish_all` closes runs the planner never ended
 (the planner died, the evaluator shuts down): they end with reason `error`, an infrastructure failure that is never
-scored as the planner's result. TP needs the task's keypaths from an official-layout `data_dir`; for an unknown
+scored as the planner's result. A run whose files cannot be written (disk full, folder removed, no permission) ends
+the same way, its error message starting with WRITE_FAILURE so that the caller can stop instead of running on into
+the same wall; every file is replaced whole (written beside, then renamed), so a full disk never leaves a truncated
+score.json or run.json behind. TP needs the task's keypaths from an official-layout `data_dir`; for an unknown
 task TP is -1 and the run is not successful.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +36,7 @@ from emmoe_eval.conversation import CONVERSATION_FILE, conversation_from_steps, 
 from emmoe_eval.dataset import VIEWS, DatasetError, Task, default_task_attributes, find_task, image_name
 from emmoe_eval.metrics import COMPAT_MODES, ScoringConfig, make_matchers, score_run
 from emmoe_eval.records import RunInfo
-from emmoe_eval.runs import END_REASONS, RUN_INFO_FILE, TRAJECTORY_FILE, Run, Step, TrajectoryWriter
+from emmoe_eval.runs import END_REASONS, RUN_INFO_FILE, TRAJECTORY_FILE, WRITE_FAILURE, Run, Step, TrajectoryWriter
 
 BAG_FILE = "episode.mcap"
 SCORE_FILE = "score.json"
@@ -185,17 +189,20 @@ class Evaluator:
         elif recorder is None and key in self._finished:
             outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: recorded again; the earlier "
                                     "recording is replaced")
-        if recorder is None:
-            if step.step != 1:
-                outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: first step seen is "
-                                        f"{step.step}; earlier steps are missing")
-            self._finished.discard(key)
-            recorder = RunRecorder(self._run_dir(info), info, self.config)
-            self._open[key] = recorder
-        elif step.step != recorder.steps[-1].step + 1:
-            outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: step {step.step} follows step "
-                                    f"{recorder.steps[-1].step}")
-        recorder.add(step, views, serialized, stamp_ns)
+        try:
+            if recorder is None:
+                if step.step != 1:
+                    outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: first step seen is "
+                                            f"{step.step}; earlier steps are missing")
+                self._finished.discard(key)
+                recorder = self._open[key] = RunRecorder(self._run_dir(info), info, self.config)
+            elif step.step != recorder.steps[-1].step + 1:
+                outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: step {step.step} follows "
+                                        f"step {recorder.steps[-1].step}")
+            recorder.add(step, views, serialized, stamp_ns)
+        except OSError as error:
+            outcome.finished.append(self._unwritable(info, error))
+            return outcome
         if end_reason:
             outcome.finished.append(self._finish(key, end_reason, error_msg))
         return outcome
@@ -215,9 +222,13 @@ class Evaluator:
                 outcome.problems.append(f"episode {info.episode_id} run {info.run_index}: recorded again; the "
                                         "earlier recording is replaced")
             self._finished.discard(key)
-            recorder = RunRecorder(self._run_dir(info), info, self.config)
-            self._open[key] = recorder
-        recorder.add_marker(end_reason, serialized, stamp_ns)
+        try:
+            if recorder is None:
+                recorder = self._open[key] = RunRecorder(self._run_dir(info), info, self.config)
+            recorder.add_marker(end_reason, serialized, stamp_ns)
+        except OSError as error:
+            outcome.finished.append(self._unwritable(info, error))
+            return outcome
         outcome.finished.append(self._finish(key, end_reason, error_msg))
         return outcome
 
@@ -231,7 +242,11 @@ class Evaluator:
             recorder, message = self._open[key], f"{why} before the planner ended the run"
             number = recorder.steps[-1].step + 1 if recorder.steps else 1
             marker = end_marker_record(recorder.info, number, "error", message, time.time_ns())
-            recorder.add_marker("error", serialize_record(marker), time.time_ns())
+            try:
+                recorder.add_marker("error", serialize_record(marker), time.time_ns())
+            except OSError as error:
+                results.append(self._unwritable(recorder.info, error))
+                continue
             results.append(self._finish(key, "error", message))
         return results
 
@@ -249,10 +264,35 @@ class Evaluator:
         task = self._tasks[episode_id]
         return task, "" if task is not None else f"task {episode_id} is not in {self.config.data_dir}"
 
-    def _finish(self, key: tuple[str, int], reason: str, error_msg: str = "") -> dict[str, Any]:
-        recorder = self._open.pop(key)
+    def _unwritable(self, info: RunInfo, error: OSError, closed: bool = False) -> dict[str, Any]:
+        """End a run whose files cannot be written: an infrastructure failure, not scored (nor written, probably).
+        `closed`: its recorder was closed already."""
+        key, message = info.key, f"{WRITE_FAILURE}: {error}"
+        recorder = self._open.pop(key, None)
         self._finished.add(key)
-        run = recorder.close(reason, error_msg)
+        if recorder is not None and not closed:
+            try:
+                recorder.close("error", message)
+            except OSError:
+                pass  # the same cause: what could be written stays, and the run is re-run on resume
+        run_dir = self._run_dir(info)
+        result: dict[str, Any] = {"episode_id": key[0], "run_index": key[1], "end_reason": "error",
+                                  "error_msg": message, "steps": len(recorder.steps) if recorder else 0,
+                                  "run_dir": str(run_dir), "trajectory": str(run_dir / TRAJECTORY_FILE), "bag": None,
+                                  "task_known": False, "task_progress": -1.0, "success": False,
+                                  "ended_with_end": False, "note": "not scored: the run's files could not be written"}
+        try:
+            _write_json(run_dir / SCORE_FILE, result)
+        except OSError:
+            pass
+        return result
+
+    def _finish(self, key: tuple[str, int], reason: str, error_msg: str = "") -> dict[str, Any]:
+        recorder = self._open[key]
+        try:
+            run = recorder.close(reason, error_msg)
+        except OSError as error:  # not closed again: what it wrote stays as it is
+            return self._unwritable(recorder.info, error, closed=True)
         result: dict[str, Any] = {"episode_id": key[0], "run_index": key[1], "end_reason": reason,
                                   "error_msg": error_msg,
                                   "steps": len(run.steps), "run_dir": str(recorder.run_dir),
@@ -271,7 +311,12 @@ class Evaluator:
                            "errors": scored["errors"], "compat": self.config.compat})
             if problems:
                 result["note"] = "; ".join(problems)
-        _write_json(recorder.run_dir / SCORE_FILE, result)
+        try:
+            _write_json(recorder.run_dir / SCORE_FILE, result)
+        except OSError as error:
+            return self._unwritable(recorder.info, error, closed=True)
+        self._open.pop(key)
+        self._finished.add(key)
         return result
 
 
@@ -282,4 +327,11 @@ def _safe_name(episode_id: str) -> str:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    """Write a JSON file whole or not at all (beside it first, then renamed over it)."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise

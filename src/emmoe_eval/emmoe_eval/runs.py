@@ -50,6 +50,9 @@ INFRASTRUCTURE_ERROR = "error"
 # End reasons that are no planner result: a fault, or a cancel (by the user, or by the runner when a node died or a
 # run timed out). Such runs are left out of every metric by default and run again on resume.
 NOT_PLANNER_RESULTS: tuple[str, ...] = (INFRASTRUCTURE_ERROR, "cancelled")
+# The start of the error message of a run whose files could not be written (disk full, folder gone): an
+# infrastructure failure after which a benchmark stops rather than running on into the same wall.
+WRITE_FAILURE = "could not write the run's files"
 RESOLVED_KEYS: tuple[str, ...] = ("target_instance", "target_canonical", "place_instance", "place_canonical")
 _REQUIRED_KEYS = ("step", "action", "target", "place", "model", "success", "feedback")
 _KNOWN_KEYS = frozenset(_REQUIRED_KEYS + ("analysis", "raw_output", "inventory", "error_type", "images", "end_reason",

@@ -141,3 +141,47 @@ def test_config_errors_say_what_to_fix(tmp_path):
         EvaluatorConfig(out_dir=tmp_path, data_dir=tmp_path / "missing")
     with pytest.raises(ValueError, match="compat must be one of default, official"):
         EvaluatorConfig(out_dir=tmp_path, compat="paper")
+
+
+def test_a_run_whose_files_cannot_be_written_ends_as_an_infrastructure_failure(handmade, tmp_path, kit,
+                                                                                monkeypatch):
+    import errno
+
+    from emmoe_eval.runs import WRITE_FAILURE
+
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path / "out", data_dir=handmade.data_dir))
+    info = RunInfo("3", 1, "find a cold apple and put it on the kitchen_counter", "mock", "text")
+    steps = kit.runs[("3", "1")]
+    run_dir = tmp_path / "out" / "3" / "1"
+    feed(evaluator, info, steps[:2])
+    saved = Image.Image.save
+
+    def disk_full(image, path, *args, **kwargs):
+        if "subtask3_" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return saved(image, path, *args, **kwargs)
+
+    monkeypatch.setattr(Image.Image, "save", disk_full)
+    third, fourth = feed(evaluator, info, steps[2:4])
+
+    (result,) = third.finished
+    assert result["end_reason"] == "error" and result["success"] is False and result["task_progress"] == -1.0
+    assert result["error_msg"].startswith(f"{WRITE_FAILURE}: [Errno 28] No space left on device")
+    assert evaluator.open_runs == [] and fourth.finished == []
+    assert "arrived after the run ended" in fourth.problems[0]
+    assert json.loads((run_dir / "score.json").read_text()) == result  # written: only the images failed
+    # A full disk at the score itself leaves no score (so the run is re-run on resume), never a truncated one.
+    monkeypatch.setattr(Image.Image, "save", saved)
+    real_replace = __import__("os").replace
+
+    def full_at_rename(source, target):
+        if str(target).endswith("score.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(source, target)
+
+    monkeypatch.setattr("emmoe_eval.recorder.os.replace", full_at_rename)
+    (run_dir / "score.json").unlink()
+    (last, *_) = reversed(feed(evaluator, info, steps, end_reason="end"))
+    (result,) = last.finished
+    assert result["end_reason"] == "error" and result["error_msg"].startswith(WRITE_FAILURE)
+    assert not (run_dir / "score.json").exists() and not (run_dir / "score.json.partial").exists()

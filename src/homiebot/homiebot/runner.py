@@ -26,7 +26,7 @@ from typing import Any
 
 from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
 from emmoe_eval.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
-from emmoe_eval.runs import NOT_PLANNER_RESULTS
+from emmoe_eval.runs import NOT_PLANNER_RESULTS, WRITE_FAILURE
 
 from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
     stack_process_specs
@@ -48,6 +48,15 @@ _END_WORDS = {"end": "ended by the agent", "step_limit": "step limit", "gave_up"
 
 class RunnerError(RuntimeError):
     """The benchmark could not run (bad selection, stack failure); the message says why."""
+
+
+class RunFilesUnwritable(RunnerError):
+    """The evaluator could not write a run's files (disk full, folder removed): every later run would fail too."""
+
+    def __init__(self, task_id: str, run_index: int, error_msg: str, out: Path) -> None:
+        super().__init__(f"task {task_id} run {run_index}: {error_msg}; the benchmark stops here (an infrastructure "
+                         f"failure, not scored; the runs finished before it are kept in {out}): free space or fix the "
+                         "folder, then run the same command again to resume")
 
 
 class NodeDied(RunnerError):
@@ -218,6 +227,7 @@ class Stack:
         environment = stack_environment(domain_id)
         self.domain_id = domain_id
         self.label = label
+        self.out = config.out
         self.supervisor = Supervisor(stack_process_specs(params_file, overrides, environment, label), echo=echo)
         self.context: Any = None
         self.node: Any = None
@@ -225,6 +235,11 @@ class Stack:
 
     def _on_score(self, message: Any) -> None:
         self.scores[(message.episode_id, int(message.run_index))] = message
+
+    def unwritable(self, task_id: str, run_index: int) -> str:
+        """The evaluator's write-failure message for a run ("" when its files are being written fine)."""
+        score = self.scores.get((task_id, run_index))
+        return str(score.error_msg) if score is not None and score.error_msg.startswith(WRITE_FAILURE) else ""
 
     def start(self, timeout_s: float) -> None:
         """Start the processes and wait until the planner's /emmoe/run_task is served."""
@@ -278,10 +293,14 @@ class Stack:
         try:
             # Right after discovery Fast DDS may drop a goal request: an unanswered request is sent again.
             outcome = send_action_goal(self.client, goal, accept_timeout_s=GOAL_REQUEST_WAIT_S,
-                                       result_timeout_s=timeout_s, cancel=lambda: bool(self.supervisor.exited()),
+                                       result_timeout_s=timeout_s,
+                                       cancel=lambda: bool(self.supervisor.exited() or self.unwritable(task_id,
+                                                                                                   run_index)),
                                        server_wait_s=GOAL_REQUEST_WAIT_S, cancel_wait_s=10.0,
                                        request_tries=GOAL_REQUEST_TRIES, executor=executor)
             self._raise_if_a_node_died()
+            if self.unwritable(task_id, run_index):  # cancelled: nothing more of the run could be recorded
+                raise RunFilesUnwritable(task_id, run_index, self.unwritable(task_id, run_index), self.out)
             if outcome.status is CallStatus.TIMEOUT:
                 raise RunnerError(f"task {task_id} run {run_index} took longer than {timeout_s:.0f} s")
             if not outcome.ok:
@@ -422,6 +441,8 @@ def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], do
                     stack.start(config.startup_timeout_s)
                     continue
                 score = stack.wait_for_score(task_id, run_index)
+                if score.end_reason == "error" and score.error_msg.startswith(WRITE_FAILURE):
+                    raise RunFilesUnwritable(task_id, run_index, score.error_msg, config.out)
                 with progress.lock:
                     progress.done += 1
                     if result.error_code != 0:

@@ -144,6 +144,37 @@ def test_killing_a_node_mid_run_is_never_a_planner_result(tmp_path, ros_domain_i
         assert completed["success"] is True and completed["task_progress"] == 1.0, task
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """An 8 MB tmpfs (a real full disk: task 92 by the expert takes about 5 MB, task 93 about 8 MB); needs root."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.mark.ros
+def test_a_full_disk_stops_the_benchmark_with_its_cause_and_keeps_finished_runs(small_disk):
+    """Task 92's run fits on the disk, task 93's does not: the benchmark stops at once with the cause and exit 2,
+    the finished run is intact, and the run that hit the full disk has no planner result (it runs again on resume)."""
+    out = small_disk / "exp"
+    result = run_cli("--tasks", "92,93", "--runs", "1", "--planner", "expert", "--out", str(out), "--no-videos")
+
+    text = " ".join(result.stderr.split())
+    assert result.returncode == 2, text[-3000:]
+    assert "task 93 run 1: could not write the run's files: [Errno 28] No space left on device" in text, text[-3000:]
+    assert "the benchmark stops here" in text and "Traceback" not in text
+    finished = json.loads((out / "92" / "1" / "score.json").read_text())
+    assert finished["success"] is True and finished["task_progress"] == 1.0
+    assert pending_runs(out, ["92", "93"], 1) == [("93", 1)]
+
+
 def test_a_run_without_a_planner_result_is_retried_while_retries_last(tmp_path):
     import queue
 

@@ -11,6 +11,7 @@ import pytest
 
 from homiebot_planner.backends import GenerationRequest, HFConfig
 from homiebot_planner.backends import fast_decoding
+from homiebot_planner.backends.base import BackendError
 from homiebot_planner.backends.fast_decoding import FastDecoding, SamplingRule, prompt_lookup
 from homiebot_planner.backends.hf import HFBackend
 from homiebot_planner.backends.prefix_cache import (
@@ -231,3 +232,26 @@ def test_sampling_rule_for_a_request() -> None:
     assert SamplingRule.for_request(None, GenerationConfig()) == SamplingRule()
     sampling = GenerationConfig(do_sample=True, temperature=0.7, top_k=5, top_p=0.9)
     assert SamplingRule.for_request(None, sampling) == SamplingRule(temperature=0.7, top_k=5, top_p=0.9)
+
+
+def test_a_decision_style_checkpoint_answers_without_analysis_on_both_paths(tiny_models: dict[str, Path],
+                                                                             tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    trained = tmp_path / "decision"
+    shutil.copytree(tiny_models["adapter"], trained)
+    (trained / "planner_prompt.json").write_text(json.dumps({"system_prompt": None, "answer_style": "decision"}))
+    backend = _tiny({"decision": trained}, "decision")
+    assert backend.analysis_max_tokens == 0
+    order = [0, 1, 2, 0]
+    old = _answers(backend, order, prefix_cache=False)
+    new = _answers(backend, order, prefix_cache=True)
+    assert new == old
+    for answer in new:
+        assert answer.startswith("Analysis:\nSubtask: [")  # the decision comes right after the opening
+        parsed = parse_output(answer)
+        assert parsed is not None and is_valid(parsed) and parsed.analysis == "", answer
+    (trained / "planner_prompt.json").write_text(json.dumps({"system_prompt": None, "answer_style": "essay"}))
+    with pytest.raises(BackendError, match="answer_style must be one of analysis, decision, not 'essay'"):
+        _tiny({"decision": trained}, "decision")

@@ -92,6 +92,33 @@ def test_peft_adapter_directory(tiny_models: dict[str, Path], tmp_path: Path) ->
     assert HFBackend(HFConfig(model_path=str(moved), base_model_path=str(tiny_models["lm"]))).loaded is not None
 
 
+def test_stacked_adapters_are_merged_stage_by_stage(tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    stack = tmp_path / "stack"
+    for folder, seed in ((stack / "sft", 1), (stack, 2)):  # a DPO-like stage over an SFT-like one, both non-zero
+        torch.manual_seed(seed)
+        get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_models["lm"]),
+                       LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+                       ).save_pretrained(folder)
+    top = json.loads((stack / "adapter_config.json").read_text())
+    (stack / "adapter_config.json").write_text(json.dumps({**top, "base_model_name_or_path": "sft"}))
+    expected = AutoModelForCausalLM.from_pretrained(tiny_models["lm"])
+    for folder in (stack / "sft", stack):
+        expected = PeftModel.from_pretrained(expected, folder).merge_and_unload()
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+
+    loaded = HFBackend(HFConfig(model_path=str(stack))).loaded.model
+    assert torch.allclose(loaded(ids).logits, expected(ids).logits, atol=1e-5)
+    only_top = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_models["lm"]), stack)
+    assert not torch.allclose(only_top.merge_and_unload()(ids).logits, expected(ids).logits, atol=1e-3)
+    (stack / "adapter_config.json").write_text(json.dumps({**top, "base_model_name_or_path": str(stack)}))
+    with pytest.raises(BackendError, match="more than 4 stacked adapters"):
+        HFBackend(HFConfig(model_path=str(stack)))
+
+
 def test_a_checkpoint_trained_without_a_system_turn_is_prompted_without_one(tiny_models: dict[str, Path],
                                                                             tmp_path: Path) -> None:
     trained = tmp_path / "trained"

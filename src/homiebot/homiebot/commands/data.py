@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--prompt-style", choices=("release", "planner"), default="release",
                        help="human turns as in the released SFT data (default) or as the run-time planner writes them, "
                             "with the visible objects per view (text-only planners; needs `homiebot collect` output)")
+    build.add_argument("--answers", dest="answer_style", choices=("analysis", "decision"), default="analysis",
+                       help="SFT answers with the Analysis line (default, the paper's) or the decision only (Subtask "
+                            "and Model, as DPO answers are): for small planners, which then plan without an Analysis")
+    build.add_argument("--without-failures", dest="designed_failures", action="store_false",
+                       help="leave the failed blocks out of every trajectory (no designed failures, no re-plans after "
+                            "them; the rest renumbered): the ablation of training on clean demonstrations only")
     build.add_argument("--no-hf", dest="hf_datasets", action="store_false",
                        help="skip the Hugging Face datasets (write only the JSON files)")
 
@@ -69,7 +75,8 @@ def _build(args: argparse.Namespace) -> int:
     from homiebot_planner.training.build import BuildConfig, build_datasets
 
     config = BuildConfig(data_dir=args.data, out_dir=args.out, split=args.split, paraphrases=args.paraphrases,
-                         images=args.images, hf_datasets=args.hf_datasets, prompt_style=args.prompt_style)
+                         images=args.images, hf_datasets=args.hf_datasets, prompt_style=args.prompt_style,
+                         designed_failures=args.designed_failures, answer_style=args.answer_style)
     counts = build_datasets(config)
     for line in counts.summary_lines():
         print(line)

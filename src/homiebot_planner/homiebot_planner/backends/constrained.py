@@ -172,7 +172,8 @@ def constrained_answer(
         prompt: the chat prompt ending where the assistant's answer starts.
         constraints: what may be chosen.
         temperature: sampling temperature (0: greedy).
-        analysis_max_tokens: cap on the Analysis tokens.
+        analysis_max_tokens: cap on the Analysis tokens; 0 for a model trained to answer with the decision only,
+            which is then decoded right after `Subtask: [` (the answer's Analysis line stays empty).
         cancel: stops generation early when set.
         reuse_cache: continue the second stage from the first stage's key/value cache instead of encoding the
             prompt again (saves one prompt pass; for text-only models, whose inputs are token ids alone).
@@ -181,7 +182,6 @@ def constrained_answer(
         `Analysis: ...\\nSubtask: [...]\\nModel: ...`.
     """
     import torch
-    from transformers import LogitsProcessorList
 
     eos = eos_token_id(tokenizer, model)
     common: dict[str, Any] = {"pad_token_id": eos, **sampling_arguments(temperature)}
@@ -189,6 +189,10 @@ def constrained_answer(
         from transformers import StoppingCriteriaList
 
         common["stopping_criteria"] = StoppingCriteriaList([make_cancel_criteria(cancel)])
+    if analysis_max_tokens == 0:
+        answer_prefix = ANSWER_OPENING + SUBTASK_OPENING
+        second_inputs: dict[str, Any] = dict(encode(prompt + SUBTASK_OPENING.lstrip("\n")))
+        return answer_prefix + _constrained_ending(model, tokenizer, second_inputs, constraints, eos, common)
     inputs = encode(prompt + ANSWER_OPENING)
     prompt_length = inputs["input_ids"].shape[1]
     first = model.generate(**inputs, max_new_tokens=analysis_max_tokens, stop_strings=["\n"], tokenizer=tokenizer,
@@ -203,25 +207,31 @@ def constrained_answer(
         suffix = tokenizer(opening, add_special_tokens=False)["input_ids"]
         device = first.sequences.device
         input_ids = torch.cat([first.sequences[:, :prompt_length], torch.tensor([kept + suffix], device=device)], 1)
-        second_inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
-                                         "cache": first.cache}
+        second_inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "cache": first.cache}
     else:
         answer_prefix = f"{ANSWER_OPENING} {first_line(tokenizer.decode(generated, skip_special_tokens=True))}" \
                         f"{SUBTASK_OPENING}"
         second_inputs = dict(encode(prompt + answer_prefix))
+    return str(answer_prefix + _constrained_ending(model, tokenizer, second_inputs, constraints, eos, common))
+
+
+def _constrained_ending(model: Any, tokenizer: Any, inputs: dict[str, Any], constraints: DecodingConstraints,
+                        eos: int, common: dict[str, Any]) -> str:
+    """The allowed ending that generation under the trie mask picks after `inputs` (which end with `Subtask: [`)."""
+    from transformers import LogitsProcessorList
+
     by_tokens = {tuple(tokenizer(ending, add_special_tokens=False)["input_ids"]): ending
                  for ending in allowed_endings(constraints)}
     trie = TokenTrie([*tokens, eos] for tokens in by_tokens)
-    prompt_length = second_inputs["input_ids"].shape[1]
-    output = model.generate(**second_inputs, max_new_tokens=trie.longest,
+    prompt_length = inputs["input_ids"].shape[1]
+    output = model.generate(**inputs, max_new_tokens=trie.longest,
                             logits_processor=LogitsProcessorList([make_trie_processor(trie, prompt_length, eos)]),
                             **common)
     chosen = output[0, prompt_length:].tolist()
     if eos in chosen:
         chosen = chosen[:chosen.index(eos)]
     # The exact allowed string (decoding could normalise spaces); a cancelled run may leave a partial one.
-    ending = by_tokens.get(tuple(chosen)) or tokenizer.decode(chosen, skip_special_tokens=True)
-    return str(answer_prefix + ending)
+    return str(by_tokens.get(tuple(chosen)) or tokenizer.decode(chosen, skip_special_tokens=True))
 
 
 def eos_token_id(tokenizer: Any, model: Any) -> int:

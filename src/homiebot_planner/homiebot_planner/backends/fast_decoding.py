@@ -193,7 +193,8 @@ class FastDecoding:
             prompt: the chat prompt ending where the assistant's answer starts.
             constraints: what may be chosen.
             rule: how tokens are picked.
-            analysis_max_tokens: cap on the Analysis tokens.
+            analysis_max_tokens: cap on the Analysis tokens; 0 for a model trained to answer with the decision only
+                (decoded right after `Subtask: [`; the answer's Analysis line stays empty).
             cancel: stops decoding early when set (the answer may then be cut short).
 
         Returns:
@@ -201,15 +202,18 @@ class FastDecoding:
         """
         tokenizer = self.tables.tokenizer
         eos = eos_token_id(tokenizer, self.model)
-        inputs = encode(prompt + ANSWER_OPENING)
+        decision_only = analysis_max_tokens == 0
+        inputs = encode(prompt + (SUBTASK_OPENING.lstrip("\n") if decision_only else ANSWER_OPENING))
         extra = {name: value for name, value in inputs.items() if name not in ("input_ids", "attention_mask")}
         ids = inputs["input_ids"][0].tolist()
         decoder = IncrementalDecoder(self.model, self.prefix, ids, extra)
-        analysis = self._analysis(decoder, ids, rule, analysis_max_tokens, eos, cancel)
-        analysis_text = tokenizer.decode(analysis, skip_special_tokens=True)
-        opening = SUBTASK_OPENING.lstrip("\n") if "\n" in analysis_text else SUBTASK_OPENING
-        for token in self.tables.ids(opening):
-            decoder.push(token)
+        analysis_text, opening = "", SUBTASK_OPENING
+        if not decision_only:
+            analysis = self._analysis(decoder, ids, rule, analysis_max_tokens, eos, cancel)
+            analysis_text = tokenizer.decode(analysis, skip_special_tokens=True)
+            opening = SUBTASK_OPENING.lstrip("\n") if "\n" in analysis_text else SUBTASK_OPENING
+            for token in self.tables.ids(opening):
+                decoder.push(token)
         by_tokens = {self.tables.ids(ending): ending for ending in allowed_endings(constraints)}
         node = TokenTrie([*tokens, eos] for tokens in by_tokens).root
         chosen: list[int] = []

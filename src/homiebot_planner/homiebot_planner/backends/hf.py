@@ -3,7 +3,8 @@
 Supported: text-only causal LMs (they get visible-object names) and image-text-to-text VLMs in the LLaVA family
 (LLaVA, LLaVA-NeXT, Video-LLaVA) or with a processor chat template (Qwen2-VL, ...), which get the four views.
 A directory holding `adapter_config.json` is a PEFT adapter: its base model is loaded from the adapter's
-`base_model_name_or_path` (or `base_model_path` when set) and the adapter on top. Optional 4-bit loading uses
+`base_model_name_or_path` (or `base_model_path` when set) and the adapter merged on top; when that base is itself an
+adapter folder, the stack (e.g. SFT then DPO) is merged stage by stage. Optional 4-bit loading uses
 bitsandbytes. Constrained decoding (see `constrained.py`) is a setting.
 
 Checkpoints in the original LLaVA / Video-LLaVA training format (the released HomieBot-7B: `LlavaLlamaForCausalLM`
@@ -20,15 +21,25 @@ from pathlib import Path
 from typing import Any
 
 from homiebot_planner.backends.base import BackendError, ChatMessage, GenerationRequest, PlannerBackend
-from homiebot_planner.backends.constrained import constrained_answer, make_cancel_criteria, sampling_arguments
+from homiebot_planner.backends.constrained import (
+    ANSWER_OPENING,
+    constrained_answer,
+    make_cancel_criteria,
+    sampling_arguments,
+)
 from homiebot_planner.backends.fast_decoding import FastDecoding, SamplingRule
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _OBSERVATION_MODES = ("auto", "images", "text")
 ADAPTER_FILE = "adapter_config.json"
+MAX_STACKED_ADAPTERS = 4
 # Written by `homiebot train` beside a checkpoint: how the model was prompted in training ({"system_prompt": text or
 # null}), so that it is prompted the same way at run time.
 PROMPT_FILE = "planner_prompt.json"
+# What a trained model answers: "analysis" (Analysis, Subtask and Model lines, the paper's) or "decision" (Subtask and
+# Model only; the backend then decodes the decision right away and writes an empty Analysis line, keeping the
+# three-line format every parser reads).
+ANSWER_STYLES = ("analysis", "decision")
 # Marks of the original LLaVA / Video-LLaVA format, which transformers cannot load (see the module docstring).
 ORIGINAL_LLAVA_KEYS = ("mm_image_tower", "mm_video_tower", "mm_vision_tower")
 ORIGINAL_LLAVA_ARCHITECTURES = ("LlavaLlamaForCausalLM", "LlavaMPTForCausalLM")
@@ -110,28 +121,51 @@ def _torch_dtype(name: str) -> Any:
     return "auto" if name == "auto" else getattr(torch, name)
 
 
-def _resolve_paths(config: HFConfig) -> tuple[Path, Path | None]:
-    """(model directory, adapter directory or None)."""
-    path = Path(config.model_path).expanduser()
+def _resolve_paths(config: HFConfig) -> tuple[Path, list[Path]]:
+    """(base model directory, adapter directories from the bottom of the stack to the top; empty for none)."""
+    return adapter_stack(Path(config.model_path).expanduser(), config.base_model_path)
+
+
+def adapter_stack(path: Path, base_model_path: str = "") -> tuple[Path, list[Path]]:
+    """The base model directory and the adapter directories (bottom of the stack first) a model folder stands for.
+
+    A folder without adapter_config.json is a whole model (no adapters). An adapter whose `base_model_name_or_path`
+    is itself an adapter folder (a relative name is looked up beside it first) is the next stage of a stack, e.g. a
+    DPO adapter over its SFT adapter; `base_model_path` replaces the base named at the bottom.
+
+    Raises:
+        BackendError: for a missing folder, an unreadable adapter config, a loop or a missing base model.
+    """
     if not path.is_dir():
         raise BackendError(f"hf: model directory {path} does not exist (hf_model_path must be a local directory; "
                            "nothing is downloaded)")
-    if not (path / ADAPTER_FILE).is_file():
-        return path, None
-    if config.base_model_path:
-        base = Path(config.base_model_path).expanduser()
-    else:
+    adapters: list[Path] = []
+    current = path
+    while (current / ADAPTER_FILE).is_file():
+        if len(adapters) == MAX_STACKED_ADAPTERS:
+            raise BackendError(f"hf: {path}: more than {MAX_STACKED_ADAPTERS} stacked adapters (a loop of "
+                               "base_model_name_or_path?)")
+        adapters.insert(0, current)
         try:
-            named = json.loads((path / ADAPTER_FILE).read_text(encoding="utf-8")).get("base_model_name_or_path") or ""
+            named = json.loads((current / ADAPTER_FILE).read_text(encoding="utf-8")).get("base_model_name_or_path")
         except (OSError, json.JSONDecodeError) as error:
-            raise BackendError(f"hf: {path / ADAPTER_FILE}: cannot read: {error}") from None
-        base = Path(named).expanduser()
-        if named and not base.is_absolute() and not base.is_dir():
-            base = path / named
-    if not base.is_dir():
-        raise BackendError(f"hf: the adapter in {path} needs its base model, {str(base) or '(unnamed)'}, which is not "
-                           "a local directory; set hf_base_model_path")
-    return base, path
+            raise BackendError(f"hf: {current / ADAPTER_FILE}: cannot read: {error}") from None
+        named = str(named or "")
+        if not named:
+            if not base_model_path:
+                raise BackendError(f"hf: {current / ADAPTER_FILE} names no base model (base_model_name_or_path); "
+                                   "set hf_base_model_path")
+            break
+        following = Path(named).expanduser()
+        if not following.is_absolute() and not following.is_dir():
+            following = current / named
+        current = following
+    if adapters and base_model_path:
+        current = Path(base_model_path).expanduser()
+    if not current.is_dir():
+        raise BackendError(f"hf: the adapter in {adapters[0]} needs its base model, {str(current) or '(unnamed)'}, "
+                           "which is not a local directory; set hf_base_model_path")
+    return current, adapters
 
 
 def original_llava_format(directory: Path) -> str:
@@ -169,7 +203,8 @@ def load_local_model(config: HFConfig) -> LoadedModel:
     from transformers import AutoConfig
 
     _refuse_original_llava(Path(config.model_path).expanduser())
-    base, adapter = _resolve_paths(config)
+    base, adapters = _resolve_paths(config)
+    adapter = adapters[-1] if adapters else None
     _refuse_original_llava(base)
     options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": config.trust_remote_code,
                                "dtype": _torch_dtype(config.dtype)}
@@ -195,10 +230,12 @@ def load_local_model(config: HFConfig) -> LoadedModel:
         else:
             tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True,
                                                                    trust_remote_code=config.trust_remote_code)
-        if adapter is not None:
+        if len(adapters) > 1 and config.load_in_4bit:
+            raise BackendError(f"hf: {config.model_path}: stacked adapters cannot be merged into 4-bit weights")
+        for stage in adapters:
             from peft import PeftModel
 
-            model = PeftModel.from_pretrained(model, adapter, is_trainable=False)
+            model = PeftModel.from_pretrained(model, stage, is_trainable=False)
             if not config.load_in_4bit:
                 model = model.merge_and_unload()  # one matrix per layer again: as fast as the base model
     except BackendError:
@@ -213,7 +250,8 @@ def load_local_model(config: HFConfig) -> LoadedModel:
 
 
 def trained_prompt(directory: Path) -> dict[str, str | None] | None:
-    """The prompt record of a checkpoint trained here ({"system_prompt": text or None}), None when it has none.
+    """The prompt record of a checkpoint trained here ({"system_prompt": text or None, "answer_style": "analysis" or
+    "decision"}), None when it has none. Records written before answer styles existed mean "analysis".
 
     Raises:
         BackendError: when the file exists but is malformed.
@@ -228,7 +266,10 @@ def trained_prompt(directory: Path) -> dict[str, str | None] | None:
     prompt = record.get("system_prompt") if isinstance(record, dict) else ""
     if prompt is not None and not isinstance(prompt, str):
         raise BackendError(f"hf: {path}: system_prompt must be a string or null")
-    return {"system_prompt": prompt}
+    style = record.get("answer_style", "analysis")
+    if style not in ANSWER_STYLES:
+        raise BackendError(f"hf: {path}: answer_style must be one of {', '.join(ANSWER_STYLES)}, not {style!r}")
+    return {"system_prompt": prompt, "answer_style": style}
 
 
 def _has_tokenizer(directory: Path) -> bool:
@@ -289,6 +330,8 @@ class HFBackend(PlannerBackend):
                                "(use observation mode 'text' or 'auto')")
         self.default_in_context_example = config.in_context_example
         self.trained_prompt = trained_prompt(Path(config.model_path).expanduser())
+        decision_only = self.trained_prompt is not None and self.trained_prompt["answer_style"] == "decision"
+        self.analysis_max_tokens = 0 if decision_only else config.analysis_max_tokens
         self.fast = FastDecoding(self.loaded.model, self.loaded.tokenizer, self.loaded.is_multimodal)
 
     def system_prompt(self, protocol_prompt: str) -> str | None:
@@ -329,10 +372,10 @@ class HFBackend(PlannerBackend):
                 if self.config.constrained and fast:
                     rule = SamplingRule.for_request(request.temperature, self.loaded.model.generation_config)
                     return self.fast.constrained_answer(encode, prompt, request.constraints, rule,
-                                                        self.config.analysis_max_tokens, request.cancel)
+                                                        self.analysis_max_tokens, request.cancel)
                 if self.config.constrained:
                     return constrained_answer(self.loaded.model, tokenizer, encode, prompt, request.constraints,
-                                              request.temperature, self.config.analysis_max_tokens, request.cancel,
+                                              request.temperature, self.analysis_max_tokens, request.cancel,
                                               reuse_cache=not self.loaded.is_multimodal)
                 inputs = encode(prompt)
                 pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -347,7 +390,9 @@ class HFBackend(PlannerBackend):
                     output = self.loaded.model.generate(**inputs, max_new_tokens=request.max_new_tokens, **options)
         except (RuntimeError, ValueError, IndexError) as error:
             raise BackendError(f"hf: generation failed: {type(error).__name__}: {error}") from None
-        return str(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
+        text = str(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
+        return text if self.analysis_max_tokens or text.lstrip().startswith(ANSWER_OPENING) \
+            else f"{ANSWER_OPENING}\n{text}"
 
 
 def _to_pil(image: Any) -> Any:

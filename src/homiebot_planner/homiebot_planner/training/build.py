@@ -29,7 +29,15 @@ from pathlib import Path
 from emmoe_eval.dataset import is_test_task
 
 from homiebot_planner.training.paraphrase import apply_rewrite, load_paraphrases
-from homiebot_planner.training.samples import DPO_KINDS, PROMPT_STYLES, DpoRow, SftSample, dpo_rows, sft_samples
+from homiebot_planner.training.samples import (
+    ANSWER_STYLES,
+    DPO_KINDS,
+    PROMPT_STYLES,
+    DpoRow,
+    SftSample,
+    dpo_rows,
+    sft_samples,
+)
 from homiebot_planner.training.trajectory import Trajectory, TrajectoryError, find_trajectories, read_trajectory
 
 IMAGE_TOKEN = "<image>"
@@ -48,6 +56,9 @@ class BuildConfig:
         hf_datasets: whether to write the Hugging Face datasets too.
         prompt_style: "release" (the released SFT data's human turn) or "planner" (the run-time planner's user
             message with the visible objects per view, from the collected visible.json; for text-only planners).
+        answer_style: the SFT answers' shape, "analysis" (the paper's) or "decision" (Subtask and Model only).
+        designed_failures: whether the failed blocks (the designed failures and their re-plans) stay in the
+            trajectories; False builds from `Trajectory.without_failures` (an ablation: clean demonstrations only).
     """
 
     data_dir: Path
@@ -57,8 +68,12 @@ class BuildConfig:
     images: bool = True
     hf_datasets: bool = True
     prompt_style: str = "release"
+    designed_failures: bool = True
+    answer_style: str = "analysis"
 
     def __post_init__(self) -> None:
+        if self.answer_style not in ANSWER_STYLES:
+            raise ValueError(f"answer style must be one of {', '.join(ANSWER_STYLES)}, not {self.answer_style!r}")
         if self.prompt_style not in PROMPT_STYLES:
             raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, not {self.prompt_style!r}")
         if not self.split or "/" in self.split or "\\" in self.split or self.split in (".", ".."):
@@ -119,6 +134,8 @@ def build_datasets(config: BuildConfig) -> BuildCounts:
         OSError: when the output cannot be written.
     """
     trajectories = [read_trajectory(path) for path in find_trajectories(config.data_dir, config.split)]
+    if not config.designed_failures:
+        trajectories = [trajectory.without_failures() for trajectory in trajectories]
     if config.split != "test":
         leaked = sorted({item.task_id for item in trajectories if is_test_task(item.task_id)})
         if leaked:
@@ -138,7 +155,7 @@ def build_datasets(config: BuildConfig) -> BuildCounts:
         rewritten = [apply_rewrite(trajectory, rewrite) for rewrite in rewrites.get(trajectory.task_id, [])]
         variants = [trajectory, *rewritten]
         for number, variant in enumerate(variants):
-            samples.extend(sft_samples(variant, number, config.prompt_style))
+            samples.extend(sft_samples(variant, number, config.prompt_style, config.answer_style))
             rows.extend(dpo_rows(variant, number, config.prompt_style))
     counts.sft = len(samples)
     for row in rows:

@@ -43,6 +43,9 @@ DPO_KINDS: tuple[str, ...] = ("natural", "model", "order", "action")
 # "release": the human turn of the released SFT data (below); "planner": the run-time planner's user message with
 # the text observation (what a text-only planner trained here sees at run time).
 PROMPT_STYLES: tuple[str, ...] = ("release", "planner")
+# "analysis": the paper's SFT answer (Analysis, Subtask, Model lines); "decision": Subtask and Model only, the shape
+# of a DPO answer (a small planner then spends its training on the decision, and plans without writing an Analysis).
+ANSWER_STYLES: tuple[str, ...] = ("analysis", "decision")
 
 
 @dataclass(frozen=True)
@@ -158,11 +161,20 @@ def sample_id(trajectory: Trajectory, step: TrajectoryStep, variant: int) -> str
     return f"{trajectory.task_id}{tag}_{step.number}"
 
 
-def sft_samples(trajectory: Trajectory, variant: int = 0, style: str = "release") -> list[SftSample]:
-    """One sample per successful step (End included), in order; `style` picks the human-turn layout."""
+def sft_samples(trajectory: Trajectory, variant: int = 0, style: str = "release",
+                answers: str = "analysis") -> list[SftSample]:
+    """One sample per successful step (End included), in order; `style` picks the human-turn layout and `answers`
+    the answer's shape (ANSWER_STYLES).
+
+    Raises:
+        ValueError: for an unknown answer style.
+    """
+    if answers not in ANSWER_STYLES:
+        raise ValueError(f"answer style must be one of {', '.join(ANSWER_STYLES)}, not {answers!r}")
     turns = human_turns(trajectory, style)
     return [SftSample(id=sample_id(trajectory, step, variant), task_id=trajectory.task_id, variant=variant,
-                      step=step.number, human=turns[index], answer=full_answer(step),
+                      step=step.number, human=turns[index],
+                      answer=full_answer(step) if answers == "analysis" else short_answer(step.subtask, step.model),
                       images=trajectory.images(step))
             for index, step in enumerate(trajectory.steps) if step.succeeded]
 

@@ -148,7 +148,7 @@ def build_tiny_qwen2_vl(out_dir: Path, texts: Iterable[str], seed: int = 0, init
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from homiebot_planner.training.trainer import without_video_processor
+    from homiebot_planner.training.processors import without_video_processor
 
     tokenizer = build_tokenizer(texts, image_token="<|image_pad|>", chat_template=QWEN2_VL_CHAT_TEMPLATE,
                                 extra_tokens=("<|vision_start|>", "<|vision_end|>", "<|video_pad|>"))

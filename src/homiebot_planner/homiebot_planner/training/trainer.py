@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 from emmoe_eval.dataset import base_task_id
 
-from homiebot_planner.backends.hf import PROMPT_FILE
+from homiebot_planner.backends.base import BackendError
+from homiebot_planner.backends.hf import ADAPTER_FILE, PROMPT_FILE, adapter_stack, trained_prompt
 from homiebot_planner.training.answer_loss import sft_trainer_class
 from homiebot_planner.training.card import write_model_card
 from homiebot_planner.training.config import TrainConfig, TrainingSetupError
+from homiebot_planner.training.processors import load_processor
 
 if TYPE_CHECKING:
     import datasets
@@ -90,21 +92,31 @@ def dataset_path(config: TrainConfig) -> Path:
 
 
 def model_kind(model_dir: Path) -> str:
-    """`vlm` when the model's config has a vision part, else `text`.
+    """`vlm` when the model's config (for an adapter, its base model's) has a vision part, else `text`.
 
     Raises:
-        TrainingSetupError: when the folder holds no loadable config (or only a LoRA adapter).
+        TrainingSetupError: when the folder holds no loadable config.
     """
-    model_dir = Path(model_dir)
+    model_dir = stacked_base(Path(model_dir))[0]
     if not (model_dir / "config.json").is_file():
-        if (model_dir / "adapter_config.json").is_file():
-            raise TrainingSetupError(f"--model {model_dir}: this is a LoRA adapter only; train the previous stage "
-                                     "with --save merged (the default) and pass that checkpoint")
         raise TrainingSetupError(f"--model {model_dir}: no config.json (give a local transformers model folder)")
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(model_dir)
     return "vlm" if getattr(config, "vision_config", None) is not None else "text"
+
+
+def stacked_base(model_dir: Path) -> tuple[Path, list[Path]]:
+    """The base model and the adapters (bottom first) of `--model`: a whole model, or a trained adapter (an SFT
+    stage saved with --save adapter), whose stack is merged into its base before the next stage trains on it.
+
+    Raises:
+        TrainingSetupError: when an adapter's base model is missing.
+    """
+    try:
+        return adapter_stack(model_dir)
+    except BackendError as error:
+        raise TrainingSetupError(f"--model {model_dir}: {str(error).removeprefix('hf: ')}") from None
 
 
 def planner_system_prompt(model_dir: Path, images: bool = True) -> str:
@@ -181,7 +193,7 @@ def run_training(config: TrainConfig) -> TrainResult:
     main_process = trainer.is_world_process_zero()
     trainer.accelerator.wait_for_everyone()
     if main_process:
-        _save_checkpoint(config, trainer, processing_class, kind, on_gpu)
+        _save_checkpoint(config, trainer, processing_class, kind, on_gpu, data_counts["answer_style"])
         output_dir = Path(config.output_dir)
         (output_dir / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         write_model_card(output_dir / "README.md", summary)
@@ -195,7 +207,7 @@ def _load_model(config: TrainConfig, kind: str, on_gpu: bool, device_index: int)
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, BitsAndBytesConfig
 
-    model_dir = Path(config.model).resolve()
+    model_dir, adapters = stacked_base(Path(config.model).resolve())
     if on_gpu:
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     else:
@@ -210,6 +222,10 @@ def _load_model(config: TrainConfig, kind: str, on_gpu: bool, device_index: int)
         precision = f"4-bit NF4 base, {precision} compute"
     model_class = AutoModelForImageTextToText if kind == "vlm" else AutoModelForCausalLM
     model = model_class.from_pretrained(model_dir, **load)
+    for stage in adapters:  # an adapter given as --model: merge it (and the stages under it) into the base
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, stage).merge_and_unload()
     if kind == "vlm":
         processing_class = load_processor(model_dir)
         tokenizer = processing_class.tokenizer
@@ -225,70 +241,6 @@ def _load_model(config: TrainConfig, kind: str, on_gpu: bool, device_index: int)
 
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=_checkpointing(config, on_gpu))
     return model, processing_class, precision
-
-
-def load_processor(model_dir: Path) -> Any:
-    """The model's processor; when its video processor needs the missing torchvision, one built without it.
-
-    Qwen2-VL-style processors include a video processor that imports torchvision. Planner samples hold still
-    images only, so the processor is rebuilt from its image processor and tokenizer with no video part (a
-    checkpoint saved that way has no video processor config, which the same fallback handles).
-    """
-    from transformers import AutoProcessor
-
-    try:
-        return AutoProcessor.from_pretrained(model_dir)
-    except (ImportError, ValueError, OSError) as error:
-        message = str(error).lower()
-        if "torchvision" not in message and "video processor" not in message:
-            raise
-        return _processor_without_video(Path(model_dir))
-
-
-def _processor_without_video(model_dir: Path) -> Any:
-    import transformers
-    from transformers import AutoImageProcessor, AutoTokenizer
-
-    config_file = model_dir / "processor_config.json"
-    declared = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
-    class_name = declared.get("processor_class")
-    tokenizer_config_file = model_dir / "tokenizer_config.json"
-    if class_name is None and tokenizer_config_file.is_file():
-        class_name = json.loads(tokenizer_config_file.read_text(encoding="utf-8")).get("processor_class")
-    processor_class = getattr(transformers, str(class_name), None)
-    if processor_class is None:
-        raise TrainingSetupError(f"{model_dir}: cannot tell its processor class; install torchvision to load it")
-    processor_class = without_video_processor(processor_class)
-    template_file = model_dir / "chat_template.jinja"
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    chat_template = template_file.read_text(encoding="utf-8") if template_file.is_file() else tokenizer.chat_template
-    extra = {key: value for key, value in declared.items() if key not in ("processor_class", "chat_template")
-             and not key.endswith("_processor")}
-    return processor_class(image_processor=AutoImageProcessor.from_pretrained(model_dir), tokenizer=tokenizer,
-                           chat_template=chat_template, **extra)
-
-
-def without_video_processor(processor_class: type) -> type:
-    """A subclass of `processor_class` that has no video processor (so it needs no torchvision).
-
-    transformers builds, checks and saves a processor from the modality arguments of its `__init__`, passed
-    positionally in signature order; dropping a trailing `video_processor` keeps that order intact.
-
-    Raises:
-        TrainingSetupError: when the video processor is not the last modality argument of `processor_class`.
-    """
-    attributes = list(processor_class.get_attributes())  # type: ignore[attr-defined]
-    if "video_processor" in attributes and attributes[-1] != "video_processor":
-        raise TrainingSetupError(f"{processor_class.__name__} cannot be built without its video processor here; "
-                                 "install torchvision")
-
-    class ProcessorWithoutVideo(processor_class):  # type: ignore[misc, valid-type]
-        @classmethod
-        def get_attributes(cls) -> list[str]:
-            return [name for name in attributes if name != "video_processor"]
-
-    ProcessorWithoutVideo.__name__ = ProcessorWithoutVideo.__qualname__ = processor_class.__name__
-    return ProcessorWithoutVideo
 
 
 def _prepare_dataset(config: TrainConfig, data_dir: Path, kind: str) -> tuple[datasets.Dataset, dict[str, Any]]:
@@ -314,9 +266,13 @@ def _prepare_dataset(config: TrainConfig, data_dir: Path, kind: str) -> tuple[da
         keep = (["images"] if with_images else []) + held_column
         dataset = dataset.map(to_prompt_completion,
                               remove_columns=[name for name in dataset.column_names if name not in keep])
+        analysed = any(row["completion"][0]["content"].startswith("Analysis:") for row in dataset)
+        counts["answer_style"] = "analysis" if analysed else "decision"
     else:
         if not {"prompt", "chosen", "rejected"} <= set(dataset.column_names):
             raise TrainingSetupError(f"{data_dir}: not a DPO dataset (needs prompt, chosen and rejected columns)")
+        record = trained_prompt(Path(config.model))  # DPO keeps the answer style of the model it starts from
+        counts["answer_style"] = record["answer_style"] if record else "analysis"
         if "kind" in dataset.column_names:
             kinds = dataset["kind"]
             counts["kinds"] = {name: kinds.count(name) for name in sorted(set(kinds))}
@@ -436,16 +392,21 @@ def _make_trainer(config: TrainConfig, model: Any, processing_class: Any, datase
                       eval_dataset=validation, processing_class=processing_class, peft_config=peft_config)
 
 
-def _write_prompt_record(config: TrainConfig, directory: Path) -> None:
-    """planner_prompt.json: the system turn used in training, so the hf backend prompts the model the same way."""
+def _write_prompt_record(config: TrainConfig, directory: Path, answer_style: str) -> None:
+    """planner_prompt.json: the system turn used in training and the answers' style, so that the hf backend prompts
+    and decodes the model the same way."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / PROMPT_FILE).write_text(json.dumps({"system_prompt": config.system_prompt or None}) + "\n",
-                                         encoding="utf-8")
+    record = {"system_prompt": config.system_prompt or None, "answer_style": answer_style}
+    (directory / PROMPT_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 
-def _save_adapter(config: TrainConfig, trainer: Any, directory: Path) -> None:
+def _save_adapter(config: TrainConfig, trainer: Any, directory: Path, answer_style: str) -> None:
     """The LoRA adapter (in `adapter_dtype`) and its prompt record."""
     trainer.model.save_pretrained(directory)
+    if (Path(config.model) / ADAPTER_FILE).is_file():  # a stage over an adapter names that adapter as its base
+        settings = json.loads((directory / ADAPTER_FILE).read_text(encoding="utf-8"))
+        settings["base_model_name_or_path"] = str(Path(config.model).resolve())
+        (directory / ADAPTER_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     if config.adapter_dtype != "float32":
         import torch
         from safetensors.torch import load_file, save_file
@@ -454,18 +415,19 @@ def _save_adapter(config: TrainConfig, trainer: Any, directory: Path) -> None:
         tensors = load_file(str(weights))
         save_file({name: tensor.to(getattr(torch, config.adapter_dtype)) for name, tensor in tensors.items()},
                   str(weights), metadata={"format": "pt"})
-    _write_prompt_record(config, directory)
+    _write_prompt_record(config, directory, answer_style)
 
 
-def _save_checkpoint(config: TrainConfig, trainer: Any, processing_class: Any, kind: str, on_gpu: bool) -> None:
+def _save_checkpoint(config: TrainConfig, trainer: Any, processing_class: Any, kind: str, on_gpu: bool,
+                     answer_style: str) -> None:
     output_dir = Path(config.output_dir)
     if config.save == "adapter":
-        _save_adapter(config, trainer, output_dir)
+        _save_adapter(config, trainer, output_dir, answer_style)
         processing_class.save_pretrained(output_dir)
         return
     adapter_dir = output_dir / "adapter"
-    _save_adapter(config, trainer, adapter_dir)
-    _write_prompt_record(config, output_dir)
+    _save_adapter(config, trainer, adapter_dir, answer_style)
+    _write_prompt_record(config, output_dir, answer_style)
     if config.load_in_4bit:
         # Merging into 4-bit weights loses precision: reload the base unquantised and merge the saved adapter.
         import torch

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from emmoe_eval.dataset import VISIBLE_FILE, task_sort_key
@@ -59,6 +59,8 @@ class TrajectoryStep:
         feedback: the feedback recorded after the step (`None` on success).
         inventory: the inventory recorded after the step (`None` when the hand is empty).
         line: the line of the block's head in info.txt.
+        observed_as: the block whose recorded observations (images, visible objects) this step uses; 0 means
+            its own number (differs only in a trajectory renumbered by `Trajectory.without_failures`).
     """
 
     number: int
@@ -72,6 +74,12 @@ class TrajectoryStep:
     feedback: str
     inventory: str
     line: int
+    observed_as: int = 0
+
+    @property
+    def observation_number(self) -> int:
+        """The block number its observations were recorded under."""
+        return self.observed_as or self.number
 
     @property
     def succeeded(self) -> bool:
@@ -114,15 +122,27 @@ class Trajectory:
             table = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise TrajectoryError(f"{path}: cannot read the visible objects: {error}") from error
-        seen = table.get(str(step.number)) if isinstance(table, dict) else None
+        seen = table.get(str(step.observation_number)) if isinstance(table, dict) else None
         if not isinstance(seen, dict):
-            raise TrajectoryError(f"{path}: no visible objects for block {step.number} (collect the task again)")
+            raise TrajectoryError(f"{path}: no visible objects for block {step.observation_number} (collect the task "
+                                  "again)")
         return {str(view): [str(name) for name in names] for view, names in seen.items()}
 
     def images(self, step: TrajectoryStep) -> tuple[Path, ...]:
         """The four observations the planner saw before choosing `step`: front, left, back, right."""
         folder = self.source.parent
-        return tuple(folder / f"subtask{step.number}_{view}.png" for view in ("front", "left", "back", "right"))
+        return tuple(folder / f"subtask{step.observation_number}_{view}.png"
+                     for view in ("front", "left", "back", "right"))
+
+    def without_failures(self) -> Trajectory:
+        """The trajectory as if its failed blocks had never been planned: they are left out and the others
+        renumbered 1, 2, ... (each keeps the observations recorded for its own block). A failed block leaves the
+        simulator state as it was, so what follows stays consistent; later histories and feedback no longer show it.
+        """
+        kept = [step for step in self.steps if step.succeeded]
+        steps = tuple(replace(step, number=number, observed_as=step.observation_number)
+                      for number, step in enumerate(kept, start=1))
+        return replace(self, steps=steps)
 
 
 def read_trajectory(path: Path | str, task_id: str | None = None) -> Trajectory:

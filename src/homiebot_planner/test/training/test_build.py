@@ -116,3 +116,18 @@ def test_a_test_task_or_its_variant_never_reaches_training_data(emmoe_data: Path
     with pytest.raises(TrajectoryError, match=f"test task\\(s\\) {leaked} .*must never reach training data"):
         build_datasets(BuildConfig(data_dir=emmoe_data, out_dir=tmp_path / "out", hf_datasets=False))
     assert not (tmp_path / "out").exists()
+
+
+def test_without_failures_builds_clean_demonstrations_renumbered(emmoe_data: Path, tmp_path: Path) -> None:
+    counts = build_datasets(BuildConfig(data_dir=emmoe_data, out_dir=tmp_path / "out", hf_datasets=False,
+                                        designed_failures=False))
+
+    assert (counts.steps, counts.failed_steps, counts.sft) == (8 - 1 + 7 - 2 + 4 - 1, 0, SFT_TOTAL)
+    assert counts.dpo["natural"] == 0 and counts.dpo["model"] == PER_KIND
+    sft = json.loads((tmp_path / "out" / "sft_train.json").read_text())
+    task_1 = [sample for sample in sft if sample["id"].startswith("1_")]
+    assert [sample["id"] for sample in task_1] == [f"1_{number}" for number in range(1, 8)]
+    third = task_1[2]["conversations"][0]["value"]  # was block 4: the re-plan after the failed Pick
+    assert "Feedback: None" in third and "fail" not in third
+    assert "(1)[Go to, fridge] (NoMaD) (success)\n(2)[Open, fridge] (octo) (success)\n\nFeedback" in third
+    assert task_1[2]["image"][0].endswith("data/train/1/subtask4_front.png")  # keeps its own block's observations

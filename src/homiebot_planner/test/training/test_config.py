@@ -83,8 +83,8 @@ def test_model_and_dataset_folders_are_checked(folders: dict[str, Path]) -> None
     with pytest.raises(TrainingSetupError, match="no config.json"):
         model_kind(folders["model"])
     (folders["model"] / "adapter_config.json").write_text("{}")
-    with pytest.raises(TrainingSetupError, match="this is a LoRA adapter only"):
-        model_kind(folders["model"])
+    with pytest.raises(TrainingSetupError, match="adapter_config.json names no base model"):
+        model_kind(folders["model"])  # an adapter is accepted (its stack is merged), but it must name its base
     with pytest.raises(TrainingSetupError, match=r"no hf/sft_train dataset inside"):
         dataset_path(config)
 

@@ -21,7 +21,8 @@ from homiebot.cli import main as homiebot_main
 from homiebot_planner.training.build import BuildConfig, build_datasets
 from homiebot_planner.training.config import TrainConfig
 from homiebot_planner.training.tiny import build_tiny_qwen2_vl, build_tiny_text_model, build_tiny_vlm
-from homiebot_planner.training.trainer import TrainResult, load_processor, run_training
+from homiebot_planner.training.processors import load_processor
+from homiebot_planner.training.trainer import TrainResult, run_training
 
 from .conftest import STEPS_PER_TASK, TASKS, write_task
 
@@ -151,7 +152,28 @@ def test_validation_tasks_are_held_out_and_the_adapter_is_saved_in_half_precisio
     assert steps == [2, 4] and all(loss > 0 for _, loss in result.summary["validation_losses"])
     with safe_open(str(tmp_path / "sft" / "adapter_model.safetensors"), "pt") as weights:
         assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float16"}
-    assert json.loads((tmp_path / "sft" / "planner_prompt.json").read_text()) == {"system_prompt": None}
+    assert json.loads((tmp_path / "sft" / "planner_prompt.json").read_text()) == {"system_prompt": None,
+                                                                                   "answer_style": "analysis"}
+
+
+def test_dpo_over_an_sft_adapter_keeps_its_answer_style_and_stacks_on_it(built: Path, tmp_path: Path) -> None:
+    from homiebot_planner.backends.hf import HFBackend, HFConfig
+
+    data = tmp_path / "decision"
+    build_datasets(BuildConfig(data_dir=built / "data", out_dir=data, answer_style="decision"))
+    base = build_tiny_text_model(tmp_path / "base", corpus(built))
+    common = {"data": data, "max_steps": 2, "batch_size": 4, "learning_rate": 5e-3, "device": "cpu",
+              "save": "adapter", "lora_r": 4, "lora_alpha": 8}
+    sft = run_training(TrainConfig.from_preset("sft", model=base, output_dir=tmp_path / "sft", **common))
+    dpo = run_training(TrainConfig.from_preset("dpo", model=tmp_path / "sft", output_dir=tmp_path / "dpo", **common))
+
+    assert sft.summary["data_counts"]["answer_style"] == dpo.summary["data_counts"]["answer_style"] == "decision"
+    for stage in ("sft", "dpo"):
+        assert json.loads((tmp_path / stage / "planner_prompt.json").read_text())["answer_style"] == "decision"
+    named = json.loads((tmp_path / "dpo" / "adapter_config.json").read_text())["base_model_name_or_path"]
+    assert named == str((tmp_path / "sft").resolve())  # the DPO stage sits on the SFT adapter, not on a copy
+    backend = HFBackend(HFConfig(model_path=str(tmp_path / "dpo")))
+    assert backend.analysis_max_tokens == 0 and backend.loaded is not None
 
 
 @pytest.fixture(scope="module")
