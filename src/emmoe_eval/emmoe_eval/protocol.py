@@ -157,6 +157,11 @@ class SubtaskText:
 _YCB_NAME = re.compile(r"^\d{3}(-[a-z])?_")
 
 
+# Small objects that are open containers: a Put may name them as its place ("place it in a bowl"), as the executor
+# allows (an object's top serves as the place).
+OPEN_CONTAINER_OBJECTS: tuple[str, ...] = ("024_bowl", "025_mug")
+
+
 def is_small_object(canonical: str) -> bool:
     """Whether a canonical name is a small graspable object (a YCB id such as `013_apple`) rather than furniture."""
     return bool(_YCB_NAME.match(canonical))

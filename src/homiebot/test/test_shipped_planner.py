@@ -9,6 +9,7 @@ from pathlib import Path
 from emmoe_eval.dataset import read_task
 from habitat_bridge.backends.mujoco_backend import MujocoBackend, MujocoBackendConfig
 from habitat_bridge.scene_spec import load_scene_spec
+from homiebot_planner.backends.hf import adapter_stack
 from homiebot_planner.backends.smollm2 import SmolLM2Backend, SmolLM2Config, default_adapter_dir
 from homiebot_planner.planner import Observation, Planner, PlannerConfig
 from homiebot_planner.prompts import VIEW_ORDER
@@ -18,11 +19,17 @@ ADAPTER = ROOT / "models" / "homiebot-135m"
 MAX_FILE_BYTES = 5_000_000
 
 
-def test_the_shipped_adapter_is_complete_and_every_file_is_under_5_mb() -> None:
-    names = {path.name for path in ADAPTER.iterdir()}
-    assert {"adapter_config.json", "adapter_model.safetensors", "planner_prompt.json", "README.md"} <= names
-    assert all(path.stat().st_size < MAX_FILE_BYTES for path in ADAPTER.iterdir())
-    assert json.loads((ADAPTER / "planner_prompt.json").read_text()) == {"system_prompt": None}
+def test_the_shipped_stack_is_complete_and_every_file_is_under_5_mb() -> None:
+    stage = {"adapter_config.json", "adapter_model.safetensors", "planner_prompt.json"}
+    assert stage | {"README.md"} <= {path.name for path in ADAPTER.iterdir()}
+    assert stage <= {path.name for path in (ADAPTER / "sft").iterdir()}
+    assert all(path.stat().st_size < MAX_FILE_BYTES for path in ADAPTER.rglob("*") if path.is_file())
+    for folder in (ADAPTER, ADAPTER / "sft"):
+        assert json.loads((folder / "planner_prompt.json").read_text()) == {"system_prompt": None,
+                                                                            "answer_style": "decision"}
+    # The DPO stage sits on the SFT stage (a relative base, so the checkout can live anywhere).
+    base, stages = adapter_stack(ADAPTER, base_model_path=str(ROOT))
+    assert stages == [ADAPTER / "sft", ADAPTER] and base == ROOT
     assert default_adapter_dir().resolve() == ADAPTER.resolve()  # env.sh's HOMIEBOT_ROOT is this checkout
 
 
@@ -50,4 +57,4 @@ def test_homiebot_plans_a_valid_subtask_on_a_simulator_observation() -> None:
     assert decision.valid and not decision.gave_up and decision.samples == 1
     shown = {name for names in planner.visible_names(observation).values() for name in names}
     assert decision.subtask.action == "End" or decision.subtask.target in shown
-    assert decision.analysis.strip()
+    assert decision.raw_output.startswith("Analysis:\nSubtask: [")  # a decision-style answer, empty Analysis

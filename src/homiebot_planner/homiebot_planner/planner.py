@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import SubtaskText, classify_feedback, format_subtask, is_small_object
+from emmoe_eval.protocol import (
+    OPEN_CONTAINER_OBJECTS,
+    SubtaskText,
+    classify_feedback,
+    format_subtask,
+    is_small_object,
+)
 
 from homiebot_planner.backends.base import ChatMessage, DecodingConstraints, GenerationRequest, PlannerBackend
 from homiebot_planner.memory import PlannerMemory
@@ -174,14 +180,18 @@ class Planner:
         """What constrained decoding may choose from in this observation."""
         visible: dict[str, None] = {}
         receptacles: dict[str, None] = {}
+        containers: dict[str, None] = {}
         for view in VIEW_ORDER:
             for canonical in observation.visible.get(view, ()):
                 shown = self._names([canonical])[0]
                 visible[shown] = None
                 if not is_small_object(canonical):
                     receptacles[shown] = None
+                elif canonical in OPEN_CONTAINER_OBJECTS:
+                    containers[shown] = None
         return DecodingConstraints(visible=tuple(visible), held=tuple(self.memory.inventory),
-                                   receptacles=tuple(receptacles), hand_rules=self.config.hand_rules,
+                                   receptacles=tuple(receptacles), containers=tuple(containers),
+                                   hand_rules=self.config.hand_rules,
                                    object_rules=self.config.object_rules, repeated=self._repeat_forbidden())
 
     def _repeat_forbidden(self) -> tuple[str, ...]:

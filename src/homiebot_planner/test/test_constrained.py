@@ -41,6 +41,15 @@ def test_endings_while_holding() -> None:
     assert allowed_endings(DecodingConstraints()) == ["End]\nModel: None"]
 
 
+def test_an_open_container_object_is_a_place_but_stays_pickable() -> None:
+    holding = allowed_endings(DecodingConstraints(visible=("banana", "bowl", "brown_table"), held=("banana",),
+                                                  receptacles=("brown_table",), containers=("bowl",)))
+    assert "Put, banana, bowl]\nModel: RT-1-X" in holding and "Put, banana, brown_table]\nModel: RT-1-X" in holding
+    empty = allowed_endings(DecodingConstraints(visible=("bowl", "brown_table"), receptacles=("brown_table",),
+                                                containers=("bowl",)))
+    assert "Pick, bowl]\nModel: RT-1-X" in empty and not any(ending.startswith("Open, bowl") for ending in empty)
+
+
 def test_the_previous_subtask_is_not_offered_again() -> None:
     endings = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), receptacles=("fridge",),
                                                   repeated=("Go to, fridge",)))

@@ -114,17 +114,17 @@ def test_text_mode_gets_display_names_and_constraints() -> None:
     backend = MockBackend(MockConfig(outputs=(GO,), observation_mode="text"))
     planner = Planner(backend, TASK)
     observation = Observation(visible={"front": ["frl_apartment_refrigerator", "013_apple"],
-                                       "back": ["frl_apartment_sofa"]})
-    planner.memory.inventory.append("bowl")
+                                       "back": ["frl_apartment_sofa", "024_bowl"]})
+    planner.memory.inventory.append("banana")
     planner.decide(observation)
     request = backend.requests[0]
     assert request.messages[0].text == system_prompt("text")
     assert request.messages[-1].text.startswith(
-        "Visible objects:\nfront: fridge, apple\nleft: None\nback: sofa\nright: None\nTask: ")
+        "Visible objects:\nfront: fridge, apple\nleft: None\nback: sofa, bowl\nright: None\nTask: ")
     assert request.messages[-1].images == ()
-    assert request.constraints.visible == ("fridge", "apple", "sofa")
-    assert request.constraints.receptacles == ("fridge", "sofa")
-    assert request.constraints.held == ("bowl",)
+    assert request.constraints.visible == ("fridge", "apple", "sofa", "bowl")
+    assert request.constraints.receptacles == ("fridge", "sofa") and request.constraints.containers == ("bowl",)
+    assert request.constraints.held == ("banana",)
     assert request.constraints.object_rules and request.constraints.repeated == ()
 
 

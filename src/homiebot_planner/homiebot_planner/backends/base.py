@@ -50,7 +50,8 @@ class DecodingConstraints:
     Attributes:
         visible: names the planner may target (display names of everything visible in the four views).
         held: what the planner believes the robot holds (Put's object).
-        receptacles: visible names that can receive an object (Put's place); all visible names when empty.
+        receptacles: visible furniture and places (Put's place; all visible names when empty).
+        containers: visible small objects that are open containers (a bowl): Put may name them as its place too.
         hand_rules: also forbid Pick/Open/Close with a full hand and Put with an empty one.
         object_rules: Pick only objects (visible names that are not receptacles), Open/Close only furniture (the
             receptacles); applies when receptacles are known.
@@ -60,6 +61,7 @@ class DecodingConstraints:
     visible: tuple[str, ...] = ()
     held: tuple[str, ...] = ()
     receptacles: tuple[str, ...] = ()
+    containers: tuple[str, ...] = ()
     hand_rules: bool = True
     object_rules: bool = True
     repeated: tuple[str, ...] = ()
