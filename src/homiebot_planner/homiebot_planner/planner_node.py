@@ -59,6 +59,9 @@ from homiebot_planner.settings import (
     resolve_in_context_example,
 )
 
+# How long the first StepRecord waits for a subscriber (the evaluator) to be matched: /emmoe/steps is volatile, so a
+# record published before discovery matched the evaluator (a run that gives up right after its goal) would be lost.
+STEP_SUBSCRIBER_WAIT_S = 10.0
 _EXECUTOR_FAULTS = (ExecuteSubtask.Result.CANCELED, ExecuteSubtask.Result.BUSY, ExecuteSubtask.Result.INTERNAL_ERROR)
 _FAULT_CODES = {FaultSource.SIMULATOR: RunTask.Result.SIMULATOR_ERROR, FaultSource.EXECUTOR: RunTask.Result.EXECUTOR_ERROR,
                 FaultSource.PLANNER: RunTask.Result.PLANNER_ERROR}
@@ -93,6 +96,7 @@ class PlannerNode(Node):
         self._subtask_client: Any = ActionClient(self, ExecuteSubtask, topics.SUBTASK_ACTION, callback_group=self._group)
         self._steps = self.create_publisher(StepRecord, topics.STEPS_TOPIC,
                                             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self._steps_matched = False
         self._server = ActionServer(self, RunTask, topics.RUN_TASK_ACTION, execute_callback=self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                     cancel_callback=self._on_cancel, callback_group=self._group)
@@ -100,6 +104,17 @@ class PlannerNode(Node):
                                f"{self.backend.observation_mode}, in-context example: {self.in_context_example})")
 
     # ---- action server callbacks -------------------------------------------------------------------------------
+
+    def publish_step(self, record: StepRecord) -> None:
+        """Publish a StepRecord on /emmoe/steps; the node's first one waits for a subscriber (at most
+        STEP_SUBSCRIBER_WAIT_S): the topic is volatile, and a run that ends right after its goal would otherwise
+        publish its only record before discovery matched the evaluator, which then never scores the run."""
+        if not self._steps_matched:
+            deadline = time.monotonic() + STEP_SUBSCRIBER_WAIT_S
+            while self._steps.get_subscription_count() == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self._steps_matched = True
+        self._steps.publish(record)
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
         cancel = self._cancels.get(bytes(goal_handle.goal_id.uuid))
@@ -280,7 +295,7 @@ class _StackIO:
                              self.planner.observation_mode, step,
                              views=step.views if self.settings.record_views else ())
         record.header.stamp = self.node.get_clock().now().to_msg()
-        self.node._steps.publish(record)
+        self.node.publish_step(record)
         feedback = RunTask.Feedback()
         feedback.latest = record
         self.goal_handle.publish_feedback(feedback)
