@@ -24,7 +24,7 @@ from typing import Any
 
 from emmoe_eval.dataset import base_task_id
 
-from homiebot_planner.backends.constrained import ANSWER_OPENING
+from homiebot_planner.backends.constrained import with_analysis_line
 from homiebot_planner.parsing import ParsedOutput, parse_output
 
 RESULTS = Path(__file__).resolve().parent / "results" / "next_subtask.json"
@@ -49,7 +49,7 @@ def _system_prompt(adapter: Path) -> str | None:
 
 def parse_answer(text: str) -> ParsedOutput | None:
     """A full answer, or a decision-style one (Subtask and Model lines only)."""
-    return parse_output(text if ANSWER_OPENING in text else f"{ANSWER_OPENING}\n{text}")
+    return parse_output(with_analysis_line(text))
 
 
 def score_rows(rows: list[dict[str, Any]], tokenizer: Any, model: Any, system: str | None) -> dict[str, Any]:

@@ -50,6 +50,14 @@ def test_an_open_container_object_is_a_place_but_stays_pickable() -> None:
     assert "Pick, bowl]\nModel: RT-1-X" in empty and not any(ending.startswith("Open, bowl") for ending in empty)
 
 
+def test_a_decision_only_answer_gets_the_empty_analysis_line() -> None:
+    from homiebot_planner.backends.constrained import with_analysis_line
+
+    assert with_analysis_line("Subtask: [End]\nModel: None") == "Analysis:\nSubtask: [End]\nModel: None"
+    full = "Analysis: done.\nSubtask: [End]\nModel: None"
+    assert with_analysis_line(full) == full
+
+
 def test_the_previous_subtask_is_not_offered_again() -> None:
     endings = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), receptacles=("fridge",),
                                                   repeated=("Go to, fridge",)))

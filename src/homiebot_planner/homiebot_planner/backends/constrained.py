@@ -234,6 +234,12 @@ def _constrained_ending(model: Any, tokenizer: Any, inputs: dict[str, Any], cons
     return str(by_tokens.get(tuple(chosen)) or tokenizer.decode(chosen, skip_special_tokens=True))
 
 
+def with_analysis_line(answer: str) -> str:
+    """A decision-only answer (`Subtask: ...\nModel: ...`) with the empty Analysis line in front, so that it has the
+    three-line format every parser reads; an answer that has its Analysis line is returned as it is."""
+    return answer if answer.lstrip().startswith(ANSWER_OPENING) else f"{ANSWER_OPENING}\n{answer}"
+
+
 def eos_token_id(tokenizer: Any, model: Any) -> int:
     """The end-of-sequence id of a tokenizer (or, failing that, of the model's generation config).
 

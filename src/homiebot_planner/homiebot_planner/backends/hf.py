@@ -22,10 +22,10 @@ from typing import Any
 
 from homiebot_planner.backends.base import BackendError, ChatMessage, GenerationRequest, PlannerBackend
 from homiebot_planner.backends.constrained import (
-    ANSWER_OPENING,
     constrained_answer,
     make_cancel_criteria,
     sampling_arguments,
+    with_analysis_line,
 )
 from homiebot_planner.backends.fast_decoding import FastDecoding, SamplingRule
 
@@ -121,11 +121,6 @@ def _torch_dtype(name: str) -> Any:
     return "auto" if name == "auto" else getattr(torch, name)
 
 
-def _resolve_paths(config: HFConfig) -> tuple[Path, list[Path]]:
-    """(base model directory, adapter directories from the bottom of the stack to the top; empty for none)."""
-    return adapter_stack(Path(config.model_path).expanduser(), config.base_model_path)
-
-
 def adapter_stack(path: Path, base_model_path: str = "") -> tuple[Path, list[Path]]:
     """The base model directory and the adapter directories (bottom of the stack first) a model folder stands for.
 
@@ -203,7 +198,7 @@ def load_local_model(config: HFConfig) -> LoadedModel:
     from transformers import AutoConfig
 
     _refuse_original_llava(Path(config.model_path).expanduser())
-    base, adapters = _resolve_paths(config)
+    base, adapters = adapter_stack(Path(config.model_path).expanduser(), config.base_model_path)
     adapter = adapters[-1] if adapters else None
     _refuse_original_llava(base)
     options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": config.trust_remote_code,
@@ -391,8 +386,7 @@ class HFBackend(PlannerBackend):
         except (RuntimeError, ValueError, IndexError) as error:
             raise BackendError(f"hf: generation failed: {type(error).__name__}: {error}") from None
         text = str(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
-        return text if self.analysis_max_tokens or text.lstrip().startswith(ANSWER_OPENING) \
-            else f"{ANSWER_OPENING}\n{text}"
+        return text if self.analysis_max_tokens else with_analysis_line(text)
 
 
 def _to_pil(image: Any) -> Any:
