@@ -24,6 +24,8 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export HF_HUB_OFFLINE=1
 export HF_DATASETS_OFFLINE=1
 export HF_HUB_DISABLE_TELEMETRY=1
+# Ray (homiebot run --ray) never reports usage statistics.
+export RAY_USAGE_STATS_ENABLED=0
 export RMW_IMPLEMENTATION="${{RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}}"
 # Fast DDS binds its receiving sockets to 127.0.0.1 only (config/fastdds_loopback.xml); a robot LAN exports its own
 # profile before sourcing this file (an empty value means Fast DDS's defaults).

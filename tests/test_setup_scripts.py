@@ -51,6 +51,7 @@ def test_env_sh_keeps_discovery_on_localhost_and_exposes_the_tools():
     script = write_env_sh.TEMPLATE.format(root="/repo", venv="/repo/.venv", ros_libs="/repo/.venv/lib")
     assert "export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST" in script
     assert "export HF_HUB_OFFLINE=1" in script and "export HF_HUB_DISABLE_TELEMETRY=1" in script
+    assert "export RAY_USAGE_STATS_ENABLED=0" in script
     assert '. "/repo/install/local_setup.sh"' in script
     assert "/repo/install/homiebot/lib/homiebot" in script and "/repo/install/emmoe_eval/lib/emmoe_eval" in script
 

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emmoe_eval.dataset import (
     INFO_FILE,
@@ -33,6 +33,9 @@ from emmoe_eval.dataset import (
     load_tasks,
 )
 from emmoe_eval.runs import TRAJECTORY_FILE, Step, read_trajectory
+
+if TYPE_CHECKING:
+    from homiebot.ray_runner import RayOptions
 
 RUN = 1  # the one run per task collect makes
 
@@ -53,6 +56,7 @@ class CollectConfig:
         jobs: parallel stacks.
         variants: include the variant folders (`<id>_v<n>`) of the selected splits.
         overrides: extra `NODE.PARAM=VALUE` parameters for the stack.
+        ray: run the tasks on a Ray cluster instead of `jobs` local stacks (homiebot.ray_runner).
     """
 
     tasks: str = "all"
@@ -62,6 +66,7 @@ class CollectConfig:
     jobs: int = 1
     variants: bool = True
     overrides: tuple[str, ...] = ()
+    ray: RayOptions | None = None
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -167,7 +172,8 @@ def collect(config: CollectConfig, report: Callable[[str], None] = print,
     tasks = selected_tasks(config)
     runner = RunnerConfig(tasks=",".join(tasks), out=config.work, runs=1, planner="expert", data_dir=config.data_dir,
                           jobs=config.jobs, max_steps=max(len(task.info.blocks) for task in tasks.values()) + 1,
-                          overrides=("planner.expert_source=replay", *config.overrides), record_videos=False)
+                          overrides=("planner.expert_source=replay", *config.overrides), record_videos=False,
+                          ray=config.ray)
     try:
         run_benchmark(runner, report=report, on_progress=on_progress)
     except RunnerError as error:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
 from emmoe_eval.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
@@ -34,6 +34,9 @@ from emmoe_eval import topics
 
 from homiebot.ros_clients import require_localhost_discovery
 from homiebot.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from homiebot.ray_runner import RayOptions
 
 PLANNERS = ("homiebot", "smollm2", "mock", "expert", "openai", "hf", "random")
 SCORE_FILE = "score.json"
@@ -57,6 +60,10 @@ class RunFilesUnwritable(RunnerError):
         super().__init__(f"task {task_id} run {run_index}: {error_msg}; the benchmark stops here (an infrastructure "
                          f"failure, not scored; the runs finished before it are kept in {out}): free space or fix the "
                          "folder, then run the same command again to resume")
+        self.fields = (task_id, run_index, error_msg, out)
+
+    def __reduce__(self) -> tuple[type, tuple[str, int, str, Path]]:  # pickled back from a Ray worker
+        return (type(self), self.fields)
 
 
 class NodeDied(RunnerError):
@@ -90,6 +97,7 @@ class RunnerConfig:
             time-out) is run again at once; what still has none at the end is left for the next resume.
         domain_id: the ROS_DOMAIN_ID of the (single) stack; None: a free one is leased. Either way the domain is
             locked for the run, so no other stack on this machine can join it.
+        ray: fan the runs out over a Ray cluster (homiebot.ray_runner) instead of `jobs` local stacks.
     """
 
     tasks: str
@@ -108,8 +116,11 @@ class RunnerConfig:
     record_videos: bool = True
     retries: int = 0
     domain_id: int | None = None
+    ray: RayOptions | None = None
 
     def __post_init__(self) -> None:
+        if self.ray is not None and (self.jobs != 1 or self.domain_id is not None):
+            raise ValueError("--ray places the runs itself: it takes neither --jobs nor --domain-id")
         if self.domain_id is not None and (self.jobs != 1 or self.domain_id not in DOMAIN_IDS):
             raise ValueError(f"--domain-id needs --jobs 1 and an id in 1-101 or 215-232, got {self.domain_id} "
                              f"with --jobs {self.jobs}")
@@ -156,10 +167,10 @@ def pending_runs(out: Path, task_ids: Sequence[str], runs: int) -> list[tuple[st
     """The (task, run) pairs without a finished, scored run folder, and those that ended without a benchmark result
     (an infrastructure fault or a cancel: emmoe_eval.runs.NOT_PLANNER_RESULTS)."""
     return [(task_id, run) for task_id in task_ids for run in range(1, runs + 1)
-            if not _has_result(out / task_id / str(run) / SCORE_FILE)]
+            if not has_planner_result(out / task_id / str(run) / SCORE_FILE)]
 
 
-def _has_result(score_file: Path) -> bool:
+def has_planner_result(score_file: Path) -> bool:
     """Whether a run's score.json exists and holds a planner result (an unreadable one does not)."""
     try:
         score = json.loads(score_file.read_text(encoding="utf-8"))
@@ -361,18 +372,25 @@ class Stack:
 
 
 def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
-                  on_progress: Callable[[Progress, str], None] | None = None, echo_nodes: bool = False) -> Progress:
-    """Run every pending (task, run) pair on `config.jobs` parallel stacks.
+                  on_progress: Callable[[Progress, str], None] | None = None, echo_nodes: bool = False,
+                  work: Sequence[tuple[str, int]] | None = None) -> Progress:
+    """Run every pending (task, run) pair (or just the pairs of `work`) on `config.jobs` parallel stacks of this
+    machine, each on a leased domain id, or on Ray with `config.ray`.
 
     Raises:
         RunnerError: when a stack fails to start or dies.
     """
     require_localhost_discovery()
-    task_ids = select_tasks(config.data_dir, config.tasks)
-    work = pending_runs(config.out, task_ids, config.runs)
-    total = len(task_ids) * config.runs
-    report(f"{len(task_ids)} task(s) x {config.runs} run(s): {total - len(work)} already done, {len(work)} to run "
-           f"with planner {config.planner} on {min(config.jobs, max(1, len(work)))} stack(s); results in {config.out}")
+    if work is None:
+        task_ids = select_tasks(config.data_dir, config.tasks)
+        work = pending_runs(config.out, task_ids, config.runs)
+        where = "Ray" if config.ray is not None else f"{min(config.jobs, max(1, len(work)))} stack(s)"
+        report(f"{len(task_ids)} task(s) x {config.runs} run(s): {len(task_ids) * config.runs - len(work)} already "
+               f"done, {len(work)} to run with planner {config.planner} on {where}; results in {config.out}")
+    if config.ray is not None and work:
+        from homiebot.ray_runner import run_on_ray
+
+        return run_on_ray(config, work, on_progress)
     progress = Progress(total=len(work))
     if not work:
         return progress

@@ -11,6 +11,8 @@ HELP = ("replay every selected task's annotated trajectory through the simulatio
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot collect`."""
+    from homiebot.commands._ray import add_ray_arguments
+
     parser.add_argument("--tasks", default="all", help="train, test, all, or task ids like 12,12_v1 (default: all)")
     parser.add_argument("--data", type=Path, default=Path("data"), help="designed tasks (default: data)")
     parser.add_argument("--out", type=Path, default=Path("collected"),
@@ -20,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-variants", action="store_true", help="skip the variant folders (<id>_v<n>)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NODE.PARAM=VALUE",
                         help="override one node parameter (repeatable)")
+    add_ray_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,12 +31,13 @@ def run(args: argparse.Namespace) -> int:
 
     from homiebot.cli import UsageError
     from homiebot.commands._progress import progress_bar
+    from homiebot.commands._ray import ray_options
     from homiebot.collect import CollectConfig, CollectError, collect
 
     try:
         config = CollectConfig(tasks=args.tasks, data_dir=args.data, out=args.out,
                                work=args.work or args.out / "runs", jobs=args.jobs, variants=not args.no_variants,
-                               overrides=tuple(args.overrides))
+                               overrides=tuple(args.overrides), ray=ray_options(args))
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)

@@ -10,6 +10,7 @@ HELP = "run EMMOE tasks through the simulation stack (resumable) and print the E
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot run`."""
+    from homiebot.commands._ray import add_ray_arguments
     from homiebot.runner import PLANNERS
 
     parser.add_argument("--tasks", default="test", help="train, test, all, or task ids like 91,93 (default: test)")
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retries", type=int, default=0,
                         help="run a run again at once, up to this many times, when it ends without a planner result "
                              "(a node died, the planner server failed, a time-out); default 0: a rerun resumes them")
+    add_ray_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     from homiebot.cli import UsageError
     from homiebot.commands._progress import progress_bar
+    from homiebot.commands._ray import ray_options
     from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks, without_result
 
     try:
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                               data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps, model=args.model,
                               base_url=args.base_url, params_file=args.config, overrides=tuple(args.overrides),
                               run_timeout_s=args.run_timeout, record_videos=not args.no_videos,
-                              retries=args.retries, domain_id=args.domain_id)
+                              retries=args.retries, domain_id=args.domain_id, ray=ray_options(args))
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
