@@ -7,10 +7,16 @@ When the executor thread takes the server's answer between the two registrations
 pending entry goes, and the future handed back is registered anew and never completes: a `/subtask` goal "never
 answered", seen about once in a few hundred goals. This subclass registers one future, under the lock, before the
 answer can be taken.
+
+The same rclpy adds a new client to its node's waitables before it creates the client's lock. An executor spinning
+the node in another thread may call `get_num_entities()` in that gap; the AttributeError then ends the executor's
+thread, and no goal of that node is ever answered again. That was seen in the test suite under load. Here the lock
+exists before the client is registered, and stays the one lock of the client.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from rclpy.action import ActionClient as _RclpyActionClient
@@ -18,7 +24,22 @@ from rclpy.task import Future
 
 
 class ActionClient(_RclpyActionClient):  # type: ignore[misc]
-    """rclpy.action.ActionClient whose `send_goal_async` registers exactly one future per goal request."""
+    """rclpy.action.ActionClient whose `send_goal_async` registers exactly one future per goal request, and whose
+    lock exists before the client is added to its node."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """As rclpy's (node, action type, action name, ...)."""
+        self._lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    @property
+    def _lock(self) -> threading.Lock:
+        return self.__dict__["_one_lock"]  # type: ignore[no-any-return]
+
+    @_lock.setter
+    def _lock(self, lock: threading.Lock) -> None:
+        """The first lock set stays: rclpy's __init__ would replace it while an executor may be holding it."""
+        self.__dict__.setdefault("_one_lock", lock)
 
     def send_goal_async(self, goal: Any, feedback_callback: Any = None, goal_uuid: Any = None) -> Future:
         """Send a goal; the future completes with the ClientGoalHandle once the server has answered."""
