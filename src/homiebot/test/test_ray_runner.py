@@ -86,11 +86,16 @@ def ray_cluster() -> Iterator[str]:
         os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
 
 
-def listening_addresses(process_names: tuple[str, ...]) -> list[str]:
-    """Local addresses of the TCP/UDP sockets that processes whose name starts with one of `process_names` listen on."""
+def listening_addresses(process_names: tuple[str, ...] = (), pid: int | None = None) -> list[str]:
+    """Local addresses of the TCP/UDP sockets that processes whose name starts with one of `process_names` (or the
+    process `pid`) listen on."""
     listing = subprocess.run(["ss", "-tulnpH"], capture_output=True, text=True, check=True).stdout
     return [line.split()[4] for line in listing.splitlines()
-            if any(f'(("{name}' in line for name in process_names)]
+            if any(f'(("{name}' in line for name in process_names) or (pid is not None and f"pid={pid}," in line)]
+
+
+def off_loopback(addresses: list[str]) -> list[str]:
+    return [address for address in addresses if not address.startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))]
 
 
 def run_cli(*args: str, **kwargs: object) -> subprocess.Popen[str]:
@@ -116,9 +121,7 @@ def files_of(out: Path) -> list[str]:
 def test_ray_runs_match_two_local_jobs_and_stay_on_loopback(tmp_path, ray_cluster):
     ray_servers = ("gcs_server", "raylet", "ray::")
     assert listening_addresses(ray_servers), "the test cluster's servers were not found"
-    outside = [address for address in listening_addresses(ray_servers)
-               if not address.startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))]
-    assert outside == []
+    assert off_loopback(listening_addresses(ray_servers)) == []
     tasks = "91,92"
     on_ray = run_cli("--tasks", tasks, "--out", str(tmp_path / "ray"), "--ray", ray_cluster)
     ray_stdout, ray_stderr = on_ray.communicate(timeout=600)
@@ -162,6 +165,8 @@ def test_a_killed_ray_worker_is_run_again_and_finished_runs_are_kept(tmp_path, r
     while not any(line.startswith("task ") for line in lines) and time.monotonic() < deadline:
         time.sleep(0.5)  # until a first run is finished and stored
     running = worker_pids()
+    driver_sockets = listening_addresses(pid=driver.pid)  # the driver's own Ray worker, joined at a loopback head
+    assert driver_sockets and off_loopback(driver_sockets) == []
     reported = [line.split(":")[0].split()[1] for line in list(lines) if line.startswith("task ")]
     finished = [out / task_id / "1" / "score.json" for task_id in reported]  # the driver has them
     assert running and len(finished) < 3, "".join(lines)[-3000:]
