@@ -2,7 +2,7 @@
 back to back on this machine, and whether the Ray experiment matches the local one run for run.
 
 The Ray cluster is local: a head with no CPUs (it schedules nothing itself) and two worker nodes of one CPU each,
-all on 127.0.0.1 (ray.cluster_utils, as the tests use). Each mode runs into its own experiment folder; the per-run
+all on 127.0.0.1 (`homiebot.ray_runner.loopback_cluster`, as the tests use). Each mode runs into its own experiment folder; the per-run
 results (steps, success, task progress) and the `emmoe-eval score --json` output of the Ray folder are compared with
 the `--jobs 2` folder's.
 
@@ -20,8 +20,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
+
+from homiebot.ray_runner import loopback_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "ray_scaling.json"
@@ -66,26 +69,12 @@ def main() -> int:
     args = parser.parse_args()
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     root = Path(tempfile.mkdtemp(prefix="bench-ray-"))
-    cluster = None
-    if "ray" in modes:
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # every node on 127.0.0.1 (see homiebot.ray_runner)
-        from ray.cluster_utils import Cluster
-
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False,
-                                                               "node_ip_address": "127.0.0.1"})
-        for _ in range(2):
-            cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
-        cluster.wait_for_nodes()
-    extra = {"jobs1": ["--jobs", "1"], "jobs2": ["--jobs", "2"],
-             "ray": ["--ray", cluster.address if cluster is not None else ""]}
     wall: dict[str, float] = {}
-    try:
+    with loopback_cluster(workers=2) if "ray" in modes else nullcontext("") as address:
+        extra = {"jobs1": ["--jobs", "1"], "jobs2": ["--jobs", "2"], "ray": ["--ray", address]}
         for mode in modes:
             wall[mode] = timed_run(root / mode, args.tasks, args.runs, extra[mode])
             print(f"{mode:6s} {wall[mode]:8.1f} s", flush=True)
-    finally:
-        if cluster is not None:
-            cluster.shutdown()
     figures: dict[str, Any] = {"tasks": args.tasks, "runs": args.runs, "cpus": os.cpu_count(), "wall_s": wall,
                                "runs_done": {mode: len(per_run(root / mode)) for mode in modes}}
     if "jobs1" in wall:

@@ -24,7 +24,8 @@ import queue
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,30 @@ def connect(address: str) -> Any:
     else:
         ray.init(address=address, log_to_driver=False)
     return ray
+
+
+@contextmanager
+def loopback_cluster(workers: int = 2, cpus_each: float = 1.0) -> Iterator[str]:
+    """A Ray cluster on this machine with every server on 127.0.0.1 (for tests and benchmarks): a head with no CPUs,
+    so that it schedules nothing itself, and `workers` worker nodes. Yields the head's address for `--ray`; the
+    cluster is shut down afterwards."""
+    before = os.environ.get(_LOOPBACK_ONLY)
+    os.environ[_LOOPBACK_ONLY] = "0"  # read when ray is imported: keeps 127.0.0.1 as every node's address
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False,
+                                                           "node_ip_address": "127.0.0.1"})
+    try:
+        for _ in range(workers):
+            cluster.add_node(num_cpus=cpus_each, node_ip_address="127.0.0.1")
+        cluster.wait_for_nodes()
+        yield str(cluster.address)
+    finally:
+        cluster.shutdown()
+        if before is None:
+            os.environ.pop(_LOOPBACK_ONLY, None)
+        else:
+            os.environ[_LOOPBACK_ONLY] = before
 
 
 def run_on_ray(config: RunnerConfig, work: Sequence[tuple[str, int]],

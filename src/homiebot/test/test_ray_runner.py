@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from homiebot.ray_runner import RayOptions, _remove_stale_scratch, portable, store_run
+from homiebot.ray_runner import RayOptions, _remove_stale_scratch, loopback_cluster, portable, store_run
 from homiebot.runner import RunFilesUnwritable, RunnerConfig, RunnerError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -69,21 +69,9 @@ def test_scratch_folders_of_dead_workers_are_removed(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[str]:
-    """A Ray head (no CPUs: it schedules nothing itself) and two one-CPU worker nodes, all on 127.0.0.1; yields the
-    head's address."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # keeps 127.0.0.1 as every node's address (ray_runner)
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False,
-                                                           "node_ip_address": "127.0.0.1"})
-    try:
-        for _ in range(2):
-            cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
-        cluster.wait_for_nodes()
-        yield cluster.address
-    finally:
-        cluster.shutdown()
-        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    """A Ray head (no CPUs) and two one-CPU worker nodes, all on 127.0.0.1; yields the head's address."""
+    with loopback_cluster(workers=2) as address:
+        yield address
 
 
 def listening_addresses(process_names: tuple[str, ...] = (), pid: int | None = None) -> list[str]:
