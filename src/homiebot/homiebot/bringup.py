@@ -3,7 +3,8 @@
 One description, two starters: the launch file turns each `NodeSpec` into a launch_ros Node action
 (for users with a full ROS 2 install), and `node_command` turns it into a plain command line for the
 process supervisor (for installs without `ros2 launch`). Parameters come from the same YAML file in
-both cases (config/emmoe_sim.yaml), with `key:=value` overrides on top.
+both cases (config/emmoe_sim.yaml), with `key:=value` overrides on top: those of the benchmark setting
+(`stack_parameters`), then the user's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from homiebot.setting import setting_overrides
 from homiebot.supervisor import ProcessSpec
 
 CONFIG_FILE = "emmoe_sim.yaml"
@@ -104,6 +106,18 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
             raise ValueError(f"expected NODE.PARAM=VALUE, got {item!r}")
         parsed.setdefault(node, {})[parameter] = value
     return parsed
+
+
+def stack_parameters(setting: str, items: Sequence[str]) -> dict[str, dict[str, object]]:
+    """The per-node overrides of a benchmark setting (homiebot.setting), `NODE.PARAM=VALUE` items on top.
+
+    Raises:
+        ValueError: an unknown setting or a malformed item.
+    """
+    parameters = setting_overrides(setting)
+    for node, values in parse_overrides(items).items():
+        parameters.setdefault(node, {}).update(values)
+    return parameters
 
 
 def dds_profile_path() -> Path:

@@ -65,19 +65,24 @@ def misplaced_objects(definition: TaskDefinition, scene: Mapping[str, Any]) -> l
     return problems
 
 
-def replay(definition: TaskDefinition, scene: Mapping[str, Any], backend: Any = None) -> Iterator[StepCheck]:
-    """Run the expert steps in the scene and yield each outcome (the backend is reset to the scene first)."""
+def replay(definition: TaskDefinition, scene: Mapping[str, Any], backend: Any = None,
+           setting: str = "background") -> Iterator[StepCheck]:
+    """Run the expert steps in the scene and yield each outcome (the backend is reset to the scene first).
+
+    `setting` "no_background" runs the sensor-only skills on the backend's sensor-only view instead of M3."""
     from emmoe_eval.robot.scene import snapshot_of
     from habitat_bridge.backends.mujoco_backend import MujocoBackend
     from habitat_bridge.scene_spec import SceneSpec
+    from habitat_bridge.sensor_only import SensorOnlyRobot
     from homiebot_executor.policies.m3 import PrivilegedSkills
+    from homiebot_executor.policies.sensor import SensorSkills
     from homiebot_executor.subtask import SubtaskExecutor
 
     own = backend is None
     sim = MujocoBackend() if own else backend
     try:
         sim.reset(SceneSpec.from_dict(scene))
-        skills = PrivilegedSkills(sim)
+        skills: Any = PrivilegedSkills(sim) if setting == "background" else SensorSkills(SensorOnlyRobot(sim))
         executor = SubtaskExecutor(lambda: snapshot_of(sim), lambda route, goal, attempt: skills.run(goal))
         inventory: tuple[str, ...] = ()
         for index, step in enumerate(definition.expert, start=1):

@@ -1,14 +1,13 @@
 """`homiebot run`: the EMMOE benchmark through the real ROS 2 stack.
 
-For each job (`--jobs N`), one complete stack (simulator with skill servers, monitor, executor,
-evaluator, planner) runs as separate processes on its own ROS_DOMAIN_ID, leased for the run (emmoe_eval.ros_domains)
-so that no other stack on the machine shares it. Pending (task, run) pairs are shared out between the jobs; each
-pair is one RunTask goal on that stack's /emmoe/run_task. The
-evaluator node writes every run to `<out>/<task>/<run>/` as it goes (trajectory.jsonl, views,
-episode.mcap, conversation.json, score.json), so a rerun skips the runs that have a score.json.
-While runs go on the runner talks to the stack through ROS interfaces only: the RunTask result says how the run
-ended (the planner owns the episode), and the evaluator's RunScore on /emmoe/run_scores says it is recorded and
-scored; the runner never reads run files to learn that a run is over. At the end the experiment folder is scored
+For each job (`--jobs N`), one complete stack (simulator with skill servers, monitor, executor, evaluator, planner)
+runs as separate processes on its own ROS_DOMAIN_ID, leased for the run (emmoe_eval.ros_domains) so that no other
+stack on the machine shares it. Pending (task, run) pairs are shared out between the jobs; each pair is one RunTask
+goal on that stack's /emmoe/run_task. The evaluator node writes every run to `<out>/<task>/<run>/` as it goes
+(trajectory.jsonl, views, episode.mcap, conversation.json, score.json), so a rerun skips the runs that have a
+score.json. While runs go on the runner talks to the stack through ROS interfaces only: the RunTask result says how
+the run ended (the planner owns the episode), and the evaluator's RunScore on /emmoe/run_scores says it is recorded
+and scored; the runner never reads run files to learn that a run is over. At the end the experiment folder is scored
 with emmoe_eval.
 """
 
@@ -29,10 +28,11 @@ from emmoe_eval.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
 from emmoe_eval.runs import NOT_PLANNER_RESULTS, WRITE_FAILURE
 
 from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
-    stack_process_specs
+    stack_parameters, stack_process_specs
 from emmoe_eval import topics
 
 from homiebot.ros_clients import require_localhost_discovery
+from homiebot.setting import DEFAULT_SETTING, check_setting, record_setting
 from homiebot.supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ SCORE_FILE = "score.json"
 EVALUATOR_NODE = topics.EVALUATOR_NODE
 GOAL_REQUEST_TRIES = 3
 GOAL_REQUEST_WAIT_S = 10.0
-
 
 _END_WORDS = {"end": "ended by the agent", "step_limit": "step limit", "gave_up": "the planner gave up",
               "cancelled": "cancelled", "error": "infrastructure failure"}
@@ -82,6 +81,7 @@ class RunnerConfig:
         tasks: "train", "test", "all" or comma-separated task ids ("91,93").
         runs: runs per task (the benchmark uses 3).
         planner: planner backend (see PLANNERS).
+        setting: background or no_background (homiebot.setting), recorded in `<out>/setting.json`.
         out: experiment folder.
         data_dir: EMMOE data folder with train/ and test/.
         jobs: parallel stacks.
@@ -104,6 +104,7 @@ class RunnerConfig:
     out: Path
     runs: int = 3
     planner: str = "homiebot"
+    setting: str = DEFAULT_SETTING
     data_dir: Path = Path("data")
     jobs: int = 1
     max_steps: int = 20
@@ -126,6 +127,7 @@ class RunnerConfig:
                              f"with --jobs {self.jobs}")
         if self.planner not in PLANNERS:
             raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
+        check_setting(self.setting)
         if self.retries < 0:
             raise ValueError("--retries must be 0 or more")
         if self.runs < 1 or self.jobs < 1 or self.max_steps < 1:
@@ -180,7 +182,7 @@ def has_planner_result(score_file: Path) -> bool:
 
 
 def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
-    """Per-node parameters of one experiment, on top of the parameter file (user --set items last)."""
+    """Per-node parameters of one experiment, on top of the parameter file (the setting's, then the --set items)."""
     data_dir, out = str(config.data_dir.resolve()), str(config.out.resolve())
     planner: dict[str, object] = {"data_dir": data_dir, "max_steps": config.max_steps}
     planner["backend"] = config.planner
@@ -194,7 +196,7 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
         PLANNER_NODE: planner,
         EVALUATOR_NODE: {"out_dir": out, "data_dir": data_dir, "record_videos": config.record_videos},
     }
-    for node, values in parse_overrides(config.overrides).items():
+    for node, values in stack_parameters(config.setting, config.overrides).items():
         overrides.setdefault(node, {}).update(values)
     return overrides
 
@@ -379,10 +381,12 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
 
     Raises:
         RunnerError: when a stack fails to start or dies.
+        SettingMismatch: `config.out` holds runs of another setting (homiebot.setting.record_setting).
     """
     require_localhost_discovery()
     if work is None:
         task_ids = select_tasks(config.data_dir, config.tasks)
+        record_setting(config.out, config.setting)
         work = pending_runs(config.out, task_ids, config.runs)
         where = "Ray" if config.ray is not None else f"{min(config.jobs, max(1, len(work)))} stack(s)"
         report(f"{len(task_ids)} task(s) x {config.runs} run(s): {len(task_ids) * config.runs - len(work)} already "
@@ -419,7 +423,6 @@ def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], do
         RunnerError: when a stack fails to start or dies.
     """
     errors: list[BaseException] = []
-
     stacks = [Stack(config, domain, f"{index}:" if len(domains) > 1 else "", echo_nodes)
               for index, domain in enumerate(domains)]
 

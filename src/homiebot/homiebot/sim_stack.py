@@ -12,12 +12,17 @@ call the backend object directly while every interface stays a real ROS one (/si
 skill steps the simulator in simulated time) and holds `bridge.exclusive()` around each backend call, so the bridge
 serves /sim/query_scene (the monitor's watch) and observations between control steps.
 
-Each server runs the privileged policy (the benchmark's background-information setting) unless `--remote
-SERVER=URL` points it at a policy server speaking homiebot-policy/1. An optional seeded failure model makes attempts
-fail with given probabilities (`--fail navigate=0.3,pick=0.5`, or `--fail table4` for the paper's Table 4 rates).
+`--setting` picks what the servers run (homiebot.setting). In `background` (the default) each runs the privileged
+M3 skills. In `no_background` the nomad, pixnav, rt1x and octo servers share one sensor-only policy
+(homiebot_executor.policies.sensor on a habitat_bridge.sensor_only view of the backend; object finding uses the
+simulator's instance segmentation as a stand-in for an open-vocabulary detector) and m3 refuses every goal
+(PRIVILEGED_REFUSED). Either way `--remote SERVER=URL` points a model's server at a policy server speaking
+homiebot-policy/1. An optional seeded failure model makes attempts fail with given probabilities (`--fail
+navigate=0.3,pick=0.5`, or `--fail table4` for the paper's Table 4 rates).
 
     python -m homiebot.sim_stack --seed 3            # generated apartment, seed 3
     python -m homiebot.sim_stack --scene my_scene.json --fail table4 --fail-seed 7
+    python -m homiebot.sim_stack --setting no_background   # sensor-only skills (the executor needs routing=model)
     sim_stack --ros-args --params-file emmoe_sim.yaml         # the same options as parameters of node `sim_stack`
 Every option is also a ROS parameter of the `sim_stack` node (a flag given on the command line wins); the bridge
 node reads its other parameters (image_size, publish_depth, cmd_vel_timeout) from the parameter file as usual.
@@ -40,11 +45,15 @@ from homiebot_executor.failure_model import (
 )
 from homiebot_executor.remote.client import ClientConfig, PolicyClient
 from homiebot_executor.routing import SERVER_OF_MODEL, SERVERS
-from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
+from homiebot_executor.skill_servers import RefusingPolicy, RobotClaim, SkillServerNode
 from rclpy.parameter import Parameter
+
+from homiebot.setting import SETTINGS, check_setting, describe
 
 READY_LINE = "homiebot sim stack ready"
 MODEL_OF_SERVER = {server: model for model, server in SERVER_OF_MODEL.items()}
+M3_REFUSAL = ("M3 uses background information; in the no_background setting each skill runs on the server of the "
+              "model the planner chose")
 
 
 def parse_failures(text: str, attempts: int = 3) -> dict[str, float]:
@@ -85,6 +94,8 @@ def parse_remotes(entries: list[str]) -> dict[str, str]:
 
 # Options of the stack: command-line flag, ROS parameter of the `sim_stack` node (bringup YAML), default.
 OPTIONS: dict[str, tuple[str, object, str]] = {
+    "setting": ("--setting", "background", "benchmark setting: background (privileged M3 skills) or no_background "
+                "(sensor-only skills)"),
     "backend": ("--backend", "mujoco", "simulator backend: mujoco, habitat or auto (habitat when it imports)"),
     "scene": ("--scene", "", "scene spec file (JSON/YAML) or official EMMOE scene.json"),
     "seed": ("--seed", 0, "seed of the generated apartment (without a scene) or the compact kitchen"),
@@ -108,12 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
         elif isinstance(default, list):
             parser.add_argument(flag, action="append", default=None, metavar="SERVER=URL", help=text)
         else:
-            parser.add_argument(flag, type=type(default), default=None, help=text)
+            parser.add_argument(flag, type=type(default), default=None, help=text,
+                                choices=SETTINGS if name == "setting" else None)
     return parser
 
 
 def resolve_options(cli: argparse.Namespace, parameters: Any) -> dict[str, Any]:
-    """Command-line values where given, else the `sim_stack` node's ROS parameters (defaults included)."""
+    """Command-line values where given, else the `sim_stack` node's ROS parameters (defaults included).
+
+    Raises:
+        ValueError: an unknown setting.
+    """
     values = {}
     for name, (_, default, _) in OPTIONS.items():
         given = getattr(cli, name)
@@ -122,15 +138,23 @@ def resolve_options(cli: argparse.Namespace, parameters: Any) -> dict[str, Any]:
         else:
             parameter = parameters.get_parameter(name).value
             values[name] = [item for item in parameter if item] if isinstance(default, list) else parameter
+    check_setting(values["setting"])
     return values
 
 
-def build_nodes(options: dict[str, Any], scene_path: str) -> list[Any]:
-    """The bridge node and one skill server per model, sharing the bridge's backend (see the module docstring)."""
+def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) -> list[Any]:
+    """The bridge node and one skill server per model, sharing the bridge's backend (see the module docstring);
+    `node_kwargs` (a context, say) go to every node.
+
+    Raises:
+        ValueError: a malformed option.
+    """
     from habitat_bridge.backends import create_backend, resolve_backend_name
     from habitat_bridge.bridge_node import BridgeNode
+    from habitat_bridge.sensor_only import SensorOnlyRobot
     from homiebot_executor.policies.m3 import PrivilegedSkills
     from homiebot_executor.policies.remote import RemotePolicy
+    from homiebot_executor.policies.sensor import SensorSkills
 
     failures = FailureConfig(parse_failures(options["fail"]), options["put_drop"], options["fail_seed"])
     remotes = parse_remotes(options["remote"])
@@ -139,19 +163,26 @@ def build_nodes(options: dict[str, Any], scene_path: str) -> list[Any]:
         Parameter("backend", value=backend_name), Parameter("scene_path", value=scene_path),
         Parameter("seed", value=-1 if scene_path else options["seed"]),
         Parameter("rate_hz", value=float(options["rate_hz"])),
-        Parameter("camera_rate_hz", value=float(options["camera_rate_hz"]))])
+        Parameter("camera_rate_hz", value=float(options["camera_rate_hz"]))], **node_kwargs)
     nodes: list[Any] = [bridge]
     lock = bridge.exclusive()
     failure_model = FailureModel(failures) if failures.enabled else None
-    privileged = PrivilegedSkills(bridge.backend, failure_model=failure_model, lock=lock)
+    setting = check_setting(options["setting"])
+    if setting == "background":
+        skills: Any = PrivilegedSkills(bridge.backend, failure_model=failure_model, lock=lock)
+        m3: Any = skills
+    else:
+        skills = SensorSkills(SensorOnlyRobot(bridge.backend), failure_model=failure_model, lock=lock)
+        m3 = RefusingPolicy(M3_REFUSAL)
     claim = RobotClaim(bridge.paused)
     for server in SERVERS:
-        policy: Any = privileged
+        policy: Any = m3 if server == "m3" else skills
         if server in remotes:
             client = PolicyClient(ClientConfig(remotes[server], float(options["remote_timeout"])))
             policy = RemotePolicy(bridge.backend, client, MODEL_OF_SERVER[server], lock=lock)
-        nodes.append(SkillServerNode(server, policy, claim))
-    bridge.get_logger().info(f"skill servers: {', '.join(SERVERS)}; failure model "
+        nodes.append(SkillServerNode(server, policy, claim, **node_kwargs))
+    bridge.get_logger().info(f"{describe(setting)}; skill servers: {', '.join(SERVERS)}"
+                             f"{' (m3 refuses every goal)' if setting == 'no_background' else ''}; failure model "
                              f"{dict(failures.probabilities) if failures.enabled else 'off'}; remote "
                              f"{remotes or 'none'}")
     return nodes

@@ -61,7 +61,7 @@ def _stub_launch_modules(monkeypatch):
     modules = {name: types.ModuleType(name) for name in
                ("launch", "launch.actions", "launch.substitutions", "launch_ros", "launch_ros.actions")}
     modules["launch"].LaunchDescription = type("LaunchDescription", (_Recorded,), {})
-    for name in ("DeclareLaunchArgument", "SetEnvironmentVariable"):
+    for name in ("DeclareLaunchArgument", "OpaqueFunction", "SetEnvironmentVariable"):
         setattr(modules["launch.actions"], name, type(name, (_Recorded,), {}))
     modules["launch.substitutions"].LaunchConfiguration = type("LaunchConfiguration", (_Recorded,), {})
     modules["launch_ros.actions"].Node = type("Node", (_Recorded,), {})
@@ -70,7 +70,8 @@ def _stub_launch_modules(monkeypatch):
 
 
 @pytest.mark.parametrize("location", ["repository", "installed"])
-def test_launch_file_describes_the_same_stack(monkeypatch, location):
+@pytest.mark.parametrize("setting", ["background", "no_background"])
+def test_launch_file_describes_the_same_stack(monkeypatch, location, setting):
     """`ros2 launch` itself cannot run here; the launch file is executed against stub launch modules."""
     _stub_launch_modules(monkeypatch)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
@@ -84,19 +85,38 @@ def test_launch_file_describes_the_same_stack(monkeypatch, location):
     settings = dict(action.args for action in actions if type(action).__name__ == "SetEnvironmentVariable")
     assert settings == bringup.stack_environment(None)
     assert settings["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
-    declared = actions[len(settings)]
+    declared, chosen, opaque = actions[len(settings):]
     assert declared.args == ("config",) and declared.kwargs["default_value"] == str(bringup.config_path())
-    nodes = actions[len(settings) + 1:]
+    assert chosen.args == ("setting",) and chosen.kwargs["default_value"] == "background"
+    assert chosen.kwargs["choices"] == ["background", "no_background"]
+    nodes = opaque.kwargs["function"](types.SimpleNamespace(launch_configurations={"setting": setting}))
     assert [(node.kwargs["package"], node.kwargs["executable"]) for node in nodes] == \
         [(spec.package, spec.executable) for spec in EMMOE_SIM_NODES]
     for node, spec in zip(nodes, EMMOE_SIM_NODES):
         assert node.kwargs.get("name") == (spec.name if spec.single_node else None)
         assert node.kwargs["parameters"][1] == dict(spec.parameters)
+        assert node.kwargs["parameters"][2] == bringup.stack_parameters(setting, []).get(spec.name, {})
         if spec.name == "planner":
             assert "env" not in node.kwargs  # the launch environment, key included
         else:
             assert "OPENAI_API_KEY" not in node.kwargs["env"] and node.kwargs["env"]["PATH"] == os.environ["PATH"]
             assert node.kwargs["env"]["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+
+
+@pytest.mark.parametrize("setting, items, expected", [
+    ("background", [], {"sim_stack": {"setting": "background"}}),
+    ("no_background", [], {"sim_stack": {"setting": "no_background"}, "homiebot_executor": {"routing": "model"}}),
+    ("no_background", ["homiebot_executor.routing=background", "planner.backend=mock"],
+     {"sim_stack": {"setting": "no_background"}, "homiebot_executor": {"routing": "background"},
+      "planner": {"backend": "mock"}}),
+])
+def test_the_setting_becomes_node_parameters_under_the_set_items(setting, items, expected):
+    assert bringup.stack_parameters(setting, items) == expected
+
+
+def test_an_unknown_setting_is_refused():
+    with pytest.raises(ValueError, match="setting: expected one of background, no_background, got 'sensor'"):
+        bringup.stack_parameters("sensor", [])
 
 
 def test_stack_processes_get_the_loopback_dds_profile_unless_one_is_chosen(monkeypatch):

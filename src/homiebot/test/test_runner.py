@@ -55,6 +55,7 @@ def test_experiment_parameters_reach_the_planner_and_evaluator(tmp_path):
 
 @pytest.mark.parametrize("options, message", [
     ({"planner": "gpt"}, "unknown planner"),
+    ({"setting": "sensor"}, "setting: expected one of background, no_background"),
     ({"planner": "hf"}, "needs --model PATH"),
     ({"planner": "openai", "model": "x"}, "needs --base-url"),
     ({"runs": 0}, "at least 1"),
@@ -92,6 +93,23 @@ def test_expert_run_through_the_stack_then_resume(tmp_path, ros_domain_id):
     again = run_cli("--tasks", "92", "--runs", "1", "--planner", "expert", "--out", str(out))
     assert again.returncode == 0
     assert "1 already done, 0 to run" in again.stderr.replace("\n", " ")
+
+
+@pytest.mark.ros
+def test_expert_run_without_background_information(tmp_path, ros_domain_id):
+    """--setting no_background: the sensor-only skills (routed to each model's server) complete task 96 (a drawer
+    opened, the sponge put in it, the drawer closed) through the whole stack; any privileged query would have ended
+    the run as an infrastructure failure (exit 1)."""
+    out = tmp_path / "exp"
+    result = run_cli("--tasks", "96", "--runs", "1", "--planner", "expert", "--setting", "no_background",
+                     "--out", str(out), "--no-videos")
+    assert result.returncode == 0, result.stderr[-3000:]
+    score = json.loads((out / "96" / "1" / "score.json").read_text())
+    assert (score["success"], score["task_progress"]) == (True, 1.0)
+    steps = [json.loads(line) for line in (out / "96" / "1" / "trajectory.jsonl").read_text().splitlines()]
+    assert {"Open", "Pick", "Put", "Close"} <= {step["action"] for step in steps if step["success"]}
+    assert json.loads((out / "setting.json").read_text())["setting"] == "no_background"
+    assert "setting no_background" in result.stdout
 
 
 def test_unknown_task_is_a_one_line_usage_error(tmp_path):

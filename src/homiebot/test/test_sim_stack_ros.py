@@ -59,3 +59,49 @@ def test_subtasks_run_on_the_simulated_robot(ros_context, ros_process):
         spinner.shutdown()
         executor_node.destroy_node()
         client_node.destroy_node()
+
+
+def test_no_background_runs_the_sensor_skills_and_m3_refuses(ros_context):
+    """In no_background the four model servers share the sensor-only skills (a --remote still wins), and m3
+    answers every goal PRIVILEGED_REFUSED through its action server without touching the robot."""
+    from emmoe_eval.action_client import ActionClient
+    from emmoe_eval.ros_helpers import send_action_goal
+    from emmoe_interfaces.action import Manipulate
+    from habitat_bridge.sensor_only import SensorOnlyRobot
+    from homiebot_executor.policies.remote import RemotePolicy
+    from homiebot_executor.policies.sensor import SensorSkills
+    from homiebot_executor.skill_servers import RefusingPolicy, SkillServerNode
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+
+    from homiebot.sim_stack import M3_REFUSAL, OPTIONS, build_nodes
+
+    options = {name: default for name, (_, default, _) in OPTIONS.items()}
+    options.update(setting="no_background", remote=["octo=http://127.0.0.1:9"], camera_rate_hz=0.0)
+    nodes = build_nodes(options, "", context=ros_context)
+    client_node = Node("setting_client", context=ros_context)
+    spinner = MultiThreadedExecutor(num_threads=4, context=ros_context)
+    for node in (*nodes, client_node):
+        spinner.add_node(node)
+    thread = threading.Thread(target=spinner.spin, daemon=True)
+    thread.start()
+    try:
+        policies = {node.server: node.policy for node in nodes if isinstance(node, SkillServerNode)}
+        assert isinstance(policies["nomad"], SensorSkills)
+        assert policies["nomad"] is policies["pixnav"] is policies["rt1x"]
+        assert isinstance(policies["octo"], RemotePolicy)
+        assert isinstance(policies["m3"], RefusingPolicy)
+        robot = policies["nomad"].context.backend
+        assert isinstance(robot, SensorOnlyRobot) and robot._backend is nodes[0].backend
+        calls = dict(robot.calls)
+        client = ActionClient(client_node, Manipulate, "/skills/m3/manipulate")
+        outcome = send_action_goal(client, Manipulate.Goal(skill="pick", target="apple"), 10.0, 10.0,
+                                   request_tries=3)
+        assert outcome.ok and not outcome.result.success
+        assert outcome.result.error_code == Manipulate.Result.PRIVILEGED_REFUSED
+        assert outcome.result.error_msg == M3_REFUSAL
+        assert robot.calls == calls and not robot.refused  # the refusal never touched the robot
+    finally:
+        spinner.shutdown()
+        for node in (*nodes, client_node):
+            node.destroy_node()

@@ -83,6 +83,7 @@ _NAVIGATE_CODES: dict[SkillStatus, int] = {
     SkillStatus.COLLISION: Navigate.Result.COLLISION, SkillStatus.TIMEOUT: Navigate.Result.TIMEOUT,
     SkillStatus.INJECTED_FAILURE: Navigate.Result.TIMEOUT,
     SkillStatus.POLICY_UNAVAILABLE: Navigate.Result.POLICY_UNAVAILABLE, SkillStatus.CANCELED: Navigate.Result.CANCELED,
+    SkillStatus.PRIVILEGED_REFUSED: Navigate.Result.PRIVILEGED_REFUSED,
 }
 _MANIPULATE_CODES: dict[SkillStatus, int] = {
     SkillStatus.SUCCEEDED: Manipulate.Result.NONE, SkillStatus.UNKNOWN_TARGET: Manipulate.Result.UNKNOWN_TARGET,
@@ -92,7 +93,7 @@ _MANIPULATE_CODES: dict[SkillStatus, int] = {
     SkillStatus.JOINT_NOT_MOVED: Manipulate.Result.JOINT_NOT_MOVED, SkillStatus.TIMEOUT: Manipulate.Result.TIMEOUT,
     SkillStatus.INJECTED_FAILURE: Manipulate.Result.TIMEOUT,
     SkillStatus.POLICY_UNAVAILABLE: Manipulate.Result.POLICY_UNAVAILABLE,
-    SkillStatus.CANCELED: Manipulate.Result.CANCELED,
+    SkillStatus.CANCELED: Manipulate.Result.CANCELED, SkillStatus.PRIVILEGED_REFUSED: Manipulate.Result.PRIVILEGED_REFUSED,
 }
 
 

@@ -2,9 +2,10 @@
 
 One `SkillServerNode` per server name (m3, nomad, pixnav, rt1x, octo) offers the action types that server's model
 can run (homiebot_executor.routing.SERVER_SKILLS) and runs each goal through a policy: any object with
-`run(goal, should_cancel, progress) -> SkillOutcome` (PrivilegedSkills, RemotePolicy). The servers of one process
-share one robot: a goal is rejected while any of them runs one. Progress becomes action feedback, cancel requests
-stop the policy at its next control step, and no exception escapes a callback (INTERNAL_ERROR with the detail).
+`run(goal, should_cancel, progress) -> SkillOutcome` (PrivilegedSkills, SensorSkills, RemotePolicy, or RefusingPolicy
+for a server that is off in the chosen setting). The servers of one process share one robot: a goal is rejected
+while any of them runs one. Progress becomes action feedback, cancel requests stop the policy at its next control
+step, and no exception escapes a callback (INTERNAL_ERROR with the detail).
 """
 
 from __future__ import annotations
@@ -33,6 +34,19 @@ class SkillPolicy(Protocol):
             progress: Callable[[str, int, float], None]) -> SkillOutcome:
         """Run one attempt."""
         ...
+
+
+class RefusingPolicy:
+    """A server that is off in the chosen setting: every goal ends PRIVILEGED_REFUSED with `message`, untouched."""
+
+    def __init__(self, message: str) -> None:
+        """Refuse every goal with `message` (why, and what to use instead)."""
+        self.message = message
+
+    def run(self, goal: SkillGoal, should_cancel: Callable[[], bool],
+            progress: Callable[[str, int, float], None]) -> SkillOutcome:
+        """Refuse `goal` without moving the robot."""
+        return SkillOutcome(SkillStatus.PRIVILEGED_REFUSED, self.message)
 
 
 class RobotClaim:

@@ -33,13 +33,14 @@ class SkillStatus(str, Enum):
     TIMEOUT = "timeout"
     INJECTED_FAILURE = "injected_failure"
     POLICY_UNAVAILABLE = "policy_unavailable"
+    PRIVILEGED_REFUSED = "privileged_refused"
     CANCELED = "canceled"
     INTERNAL_ERROR = "internal_error"
 
     @property
     def is_fault(self) -> bool:
         """Whether the attempt could not run at all (not a skill failure the benchmark would count)."""
-        return self in (SkillStatus.POLICY_UNAVAILABLE, SkillStatus.INTERNAL_ERROR)
+        return self in (SkillStatus.POLICY_UNAVAILABLE, SkillStatus.PRIVILEGED_REFUSED, SkillStatus.INTERNAL_ERROR)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,8 @@ class Robot(Protocol):
 
     def close_gripper(self, max_distance: float = 0.12) -> str | None:
         """Close the fingers on the object nearest the grasp point within `max_distance` metres (a simulator welds
-        it: the privileged grasp of M3); returns its name, or None when nothing was in reach."""
+        it), or else on the door or drawer handle there (the part then follows the hand; held_object() stays None);
+        returns the object's or the part's name, or None when nothing was in reach."""
         ...
 
     def held_object(self) -> str | None:

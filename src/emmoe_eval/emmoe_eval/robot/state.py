@@ -15,12 +15,21 @@ from emmoe_eval.dataset import VIEWS
 
 INSTANCE_KINDS: tuple[str, ...] = ("object", "furniture", "container", "room")
 
-__all__ = ["VIEWS", "INSTANCE_KINDS", "BackendError", "UnknownNameError", "Pose", "InstanceState", "ContainerState",
-           "RobotState", "Observation"]
+__all__ = ["VIEWS", "INSTANCE_KINDS", "BackendError", "PrivilegedAccessError", "UnknownNameError", "Pose", "InstanceState", "ContainerState",
+           "RobotState", "CameraView", "Observation"]
 
 
 class BackendError(RuntimeError):
     """The robot or simulator failed (build, step, render, a driver) or was used before reset."""
+
+
+class PrivilegedAccessError(BackendError):
+    """A skill asked for privileged scene state where the setting forbids it (without background information)."""
+
+    def __init__(self, query: str) -> None:
+        super().__init__(f"privileged query {query!r} refused: the no_background setting gives skills only the "
+                         f"robot's sensors")
+        self.query = query
 
 
 class UnknownNameError(KeyError):
@@ -156,6 +165,31 @@ class RobotState:
     time: float
 
 
+@dataclass(frozen=True)
+class CameraView:
+    """Intrinsics and pose of one camera at the instant of an observation (a real robot's camera_info and TF).
+
+    Pixel (u, v), u along the row, v down the image, with depth d (metres along the optical axis) is the point
+    position + rotation @ (d * (u + 0.5 - cx) / fx, d * (v + 0.5 - cy) / fy, d) in the world: `rotation` maps the
+    optical frame (x right, y down, z forward) to the world.
+
+    Attributes:
+        width, height: image size in pixels.
+        fx, fy, cx, cy: pinhole intrinsics in pixels.
+        position: camera centre in the world (metres).
+        rotation: (3, 3) optical-to-world rotation.
+    """
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    position: tuple[float, float, float]
+    rotation: np.ndarray
+
+
 @dataclass
 class Observation:
     """What the cameras see at one instant.
@@ -169,6 +203,7 @@ class Observation:
         instance_canonicals: instance id -> canonical name.
         visible: view -> instance names seen in it, nearest first (empty unless segmentation was asked for).
         held_object: instance name of the grasped object, or None.
+        cameras: view -> intrinsics and pose of its camera (empty where the backend does not give them).
     """
 
     time: float
@@ -179,3 +214,4 @@ class Observation:
     instance_canonicals: tuple[str, ...] = ()
     visible: dict[str, tuple[str, ...]] = field(default_factory=dict)
     held_object: str | None = None
+    cameras: dict[str, CameraView] = field(default_factory=dict)

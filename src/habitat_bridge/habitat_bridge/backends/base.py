@@ -114,10 +114,12 @@ class SimBackend(ABC):
 
     @abstractmethod
     def close_gripper(self, max_distance: float = 0.12) -> str | None:
-        """Close the fingers and weld-grasp the object nearest the grasp point, if within `max_distance` metres.
+        """Close the fingers and weld-grasp the object nearest the grasp point, if within `max_distance` metres;
+        with no object there, hold the door or drawer handle within that distance (the part follows the hand until
+        open_gripper; held_object() stays None).
 
         Returns:
-            The grasped object's instance name, or None when nothing was in reach (the hand stays empty).
+            The grasped object's or the held part's instance name, or None when nothing was in reach.
         """
 
     @abstractmethod

@@ -7,7 +7,8 @@ Naming (the MuJoCo backend relies on it):
 - walls `wall/<i>` and the ceiling are in geom group 3 (hidden in third-person views), the collision floor plane in
   group 4 (never drawn; the room floors are drawn as thin visual boxes);
 - robot names start with "fetch/" (see fetch_model).
-One weld equality `grasp` (inactive) is retargeted at run time to the grasped object.
+One weld equality `grasp` (inactive) is retargeted at run time to the grasped object, one connect equality
+`handle_grasp` to the door or drawer whose handle the fingers hold.
 
 Collision bits: the floor collides with objects only; furniture and walls with objects and the robot; objects with
 everything; the robot never with itself or the floor.
@@ -27,6 +28,7 @@ from habitat_bridge.furniture import Box, MovingPart
 from habitat_bridge.scene_spec import Furniture, SceneObject, SceneSpec, SceneSpecError
 
 GRASP_EQUALITY = "grasp"
+HANDLE_EQUALITY = "handle_grasp"
 WALL_GROUP = 3
 CEILING_HEIGHT = 2.6
 _FURNITURE_CONTYPE, _FURNITURE_CONAFFINITY = 1, fetch_model.ROBOT_BIT
@@ -277,9 +279,16 @@ def build_mjcf(spec: SceneSpec, options: MjcfOptions | None = None) -> str:
     fetch_model.build_fetch(worldbody, options.cameras)
     fetch_model.add_fetch_actuators(actuator)
     root.append(actuator)
+    equality = ET.SubElement(root, "equality")
     if spec.objects:
-        equality = ET.SubElement(root, "equality")
         ET.SubElement(equality, "weld", name=GRASP_EQUALITY, body1=fetch.PREFIX + fetch_model.GRIPPER_BODY,
                       body2=object_body(spec.objects[0].name), active="false", solref="0.01 1",
                       solimp="0.95 0.99 0.001")
+    parts = [articulation for piece in spec.furniture for articulation in piece.articulations]
+    if parts:
+        # A handle held by the fingers: a point (ball) constraint, so the part turns freely about the grip.
+        ET.SubElement(equality, "connect", name=HANDLE_EQUALITY, body1=fetch.PREFIX + fetch_model.GRIPPER_BODY,
+                      body2=articulation_name(parts[0].name), anchor="0 0 0", active="false", solref="0.02 1")
+    if not len(equality):
+        root.remove(equality)
     return ET.tostring(root, encoding="unicode")

@@ -25,15 +25,7 @@ from emmoe_eval.robot import fetch  # noqa: E402
 from emmoe_eval.robot.grid import OccupancyGrid  # noqa: E402
 from emmoe_eval.robot.layout import SceneLayout  # noqa: E402
 from emmoe_eval.robot.state import (  # noqa: E402
-    VIEWS,
-    BackendError,
-    ContainerState,
-    InstanceState,
-    Observation,
-    Pose,
-    RobotState,
-    UnknownNameError,
-)
+    VIEWS, BackendError, ContainerState, InstanceState, Observation, Pose, RobotState, UnknownNameError)
 
 from habitat_bridge import apartment, layout  # noqa: E402
 from habitat_bridge import occupancy as occupancy_module  # noqa: E402
@@ -41,17 +33,10 @@ from habitat_bridge.backends import fetch_model, mjcf_builder  # noqa: E402
 from habitat_bridge.backends.arm_collisions import ArmCollisionChecker  # noqa: E402
 from habitat_bridge.backends.base import Scene, SimBackend, resolve_name  # noqa: E402
 from habitat_bridge.backends.mujoco_index import (  # noqa: E402
-    ACTUATED_JOINTS,
-    Instance,
-    ModelIndex,
-    container_state,
-    index_model,
-    instance_pose,
-    qpos_address,
-    resting_relations,
-)
+    ACTUATED_JOINTS, Instance, ModelIndex, container_state, index_model, instance_pose, qpos_address,
+    resting_relations)
 from habitat_bridge.backends.mujoco_robot import (  # noqa: E402
-    carry, nearest_object, release, render_views, run_physics, weld)
+    carry, hold_handle, let_go_handle, nearest_handle, nearest_object, release, render_views, run_physics, weld)
 from habitat_bridge.backends.rendering import MultiViewRenderer  # noqa: E402
 from habitat_bridge.official import OfficialEpisode  # noqa: E402
 from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec  # noqa: E402
@@ -106,6 +91,7 @@ class MujocoBackend(SimBackend):
         self._renderer: MultiViewRenderer | None = None
         self._command = (0.0, 0.0)
         self._held: str | None = None
+        self._held_part: str | None = None
         self._contact_force = 0.0
         self._layout: SceneLayout | None = None
         self._arm_checker: ArmCollisionChecker | None = None
@@ -195,9 +181,8 @@ class MujocoBackend(SimBackend):
         model, data, spec = self.model, self.data, self.spec
         mujoco.mj_resetData(model, data)
         model.geom_conaffinity[:] = self._index.object_conaffinity
-        if self._index.grasp_equality >= 0:
-            data.eq_active[self._index.grasp_equality] = 0
-        self._held = None
+        model.actuator_gainprm[:], model.actuator_biasprm[:] = self._index.actuator_gains
+        self._held = self._held_part = None
         self._command = (0.0, 0.0)
         pose = spec.robot.pose
         self._place_base(pose.x, pose.y, pose.yaw)
@@ -276,16 +261,25 @@ class MujocoBackend(SimBackend):
         if self._held is not None:
             return self._held
         best = nearest_object(self._index, self.data, max_distance)
-        if best is None:
-            for actuator in self._index.finger_actuators:
-                self.data.ctrl[actuator] = 0.0
-            return None
-        weld(self.model, self.data, self._index, best)
-        self._held = best.name
-        return best.name
+        if best is not None:
+            weld(self.model, self.data, self._index, best)
+            self._held = best.name
+            return best.name
+        # No object between the fingers: a door or drawer handle there is held (held_object() stays None).
+        self._held_part = self._held_part or nearest_handle(self._index, self.data, max_distance)
+        if self._held_part is not None:
+            hold_handle(self.model, self.data, self._index, self._held_part)
+            return self._held_part
+        for actuator in self._index.finger_actuators:
+            self.data.ctrl[actuator] = 0.0
+        return None
 
     def open_gripper(self) -> str | None:
         self._require()
+        if self._held_part is not None:
+            part, self._held_part = self._held_part, None
+            let_go_handle(self.model, self.data, self._index, part)
+            return part
         released, self._held = self._held, None
         release(self.model, self.data, self._index, self._body_of(released) if released is not None else -1)
         return released

@@ -63,6 +63,8 @@ class ModelIndex:
         gripper_body: body id of the gripper link.
         grip_site: site id of the grasp point.
         grasp_equality: equality id of the weld grasp (-1 when the model has none).
+        handle_equality: equality id of the handle grasp (-1 when the scene has no doors or drawers).
+        actuator_gains: actuator gain and bias parameters as compiled (holding a handle makes its part passive).
         object_conaffinity: the geoms' contact affinities as compiled (grasping changes them).
     """
 
@@ -86,6 +88,8 @@ class ModelIndex:
     gripper_body: int
     grip_site: int
     grasp_equality: int
+    handle_equality: int
+    actuator_gains: tuple[np.ndarray, np.ndarray]
     object_conaffinity: np.ndarray
 
 
@@ -166,6 +170,8 @@ def index_model(model: mujoco.MjModel, spec: SceneSpec, views: tuple[str, ...]) 
         gripper_body=body(_P + fetch_model.GRIPPER_BODY),
         grip_site=int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, GRIP_SITE)),
         grasp_equality=int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, mjcf_builder.GRASP_EQUALITY)),
+        handle_equality=int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, mjcf_builder.HANDLE_EQUALITY)),
+        actuator_gains=(model.actuator_gainprm.copy(), model.actuator_biasprm.copy()),
         object_conaffinity=model.geom_conaffinity.copy())
 
 

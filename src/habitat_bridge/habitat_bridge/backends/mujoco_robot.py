@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot.state import VIEWS, BackendError, Observation
+from emmoe_eval.robot.state import VIEWS, BackendError, CameraView, Observation
 
 from habitat_bridge.backends import fetch_model, mjcf_builder
 from habitat_bridge.backends.mujoco_index import Instance, ModelIndex
@@ -104,6 +104,63 @@ def nearest_object(index: ModelIndex, data: mujoco.MjData, max_distance: float) 
     return best
 
 
+# Finger opening while holding a handle bar (metres per finger).
+_HANDLE_GRIP = 0.008
+
+
+def nearest_handle(index: ModelIndex, data: mujoco.MjData, max_distance: float) -> str | None:
+    """The door or drawer whose handle bar lies nearest the grasp point, if within `max_distance` metres."""
+    grip = data.site_xpos[index.grip_site]
+    best, best_distance = None, max_distance
+    for name, (piece, articulation, _, _, body) in index.articulations.items():
+        moving = next(part for part in piece.geometry.moving if part.key == articulation.slot)
+        for box in moving.boxes:
+            if not box.name.endswith("_handle"):
+                continue
+            local = data.xmat[body].reshape(3, 3).T @ (grip - data.xpos[body])
+            offset = local - (np.asarray(box.center) - np.asarray(moving.pivot))
+            half = np.asarray(box.half)
+            distance = float(np.linalg.norm(offset - np.clip(offset, -half, half)))
+            if distance <= best_distance:
+                best, best_distance = name, distance
+    return best
+
+
+def hold_handle(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, name: str) -> None:
+    """Hold the handle of door or drawer `name` at the grasp point: the part follows the hand through a point
+    constraint, its own actuator goes slack (the hand moves it), and it stops colliding with the robot."""
+    _, _, _, actuator, body = index.articulations[name]
+    grip = data.site_xpos[index.grip_site]
+    gripper = index.gripper_body
+    in_gripper = data.xmat[gripper].reshape(3, 3).T @ (grip - data.xpos[gripper])
+    in_part = data.xmat[body].reshape(3, 3).T @ (grip - data.xpos[body])
+    equality = index.handle_equality
+    model.eq_obj2id[equality] = body
+    model.eq_data[equality, 0:3] = in_gripper
+    model.eq_data[equality, 3:6] = in_part
+    data.eq_active[equality] = 1
+    model.actuator_gainprm[actuator, 0] = 0.0
+    model.actuator_biasprm[actuator, 1:3] = 0.0
+    part_geoms = model.geom_bodyid == body
+    model.geom_conaffinity[part_geoms] = index.object_conaffinity[part_geoms] & ~fetch_model.ROBOT_BIT
+    for finger in index.finger_actuators:
+        data.ctrl[finger] = _HANDLE_GRIP
+    mujoco.mj_forward(model, data)
+
+
+def let_go_handle(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, name: str) -> None:
+    """Release a held handle: the part's actuator holds it where it now is."""
+    _, _, address, actuator, _ = index.articulations[name]
+    data.eq_active[index.handle_equality] = 0
+    gains, biases = index.actuator_gains
+    model.actuator_gainprm[actuator] = gains[actuator]
+    model.actuator_biasprm[actuator] = biases[actuator]
+    data.ctrl[actuator] = data.qpos[address]
+    model.geom_conaffinity[:] = index.object_conaffinity
+    for finger in index.finger_actuators:
+        data.ctrl[finger] = fetch_model.FINGER_OPEN
+
+
 def weld(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, item: Instance) -> None:
     """Weld `item` to the gripper where it is now; it stops colliding with the robot and the fingers close onto it.
 
@@ -165,6 +222,7 @@ def render_views(renderer: MultiViewRenderer, data: mujoco.MjData, index: ModelI
                                      segmentation=segmentation, hidden_groups=hidden, skybox=skybox)
             for view, image in zip(chunk, images):
                 observation.rgb[view] = image.rgb
+                observation.cameras[view] = camera_view(data.model, data, index.cameras[view], image.rgb.shape)
                 if image.depth is not None:
                     observation.depth[view] = image.depth
                 if image.segmentation is not None:
@@ -173,6 +231,19 @@ def render_views(renderer: MultiViewRenderer, data: mujoco.MjData, index: ModelI
                     observation.segmentation[view] = instance_ids.astype(np.int32)
                     observation.visible[view] = _visible(index, instance_ids, min_pixels, distance_of)
     return observation
+
+
+# MuJoCo cameras look along their -z with y up; the optical frame looks along +z with y down.
+_OPTICAL_FROM_MUJOCO = np.diag([1.0, -1.0, -1.0])
+
+
+def camera_view(model: mujoco.MjModel, data: mujoco.MjData, camera: int, shape: tuple[int, ...]) -> CameraView:
+    """Intrinsics (square pixels, centred principal point) and world pose of a camera for an image of `shape`."""
+    height, width = int(shape[0]), int(shape[1])
+    focal = (height / 2.0) / math.tan(math.radians(float(model.cam_fovy[camera])) / 2.0)
+    rotation = data.cam_xmat[camera].reshape(3, 3) @ _OPTICAL_FROM_MUJOCO
+    return CameraView(width, height, focal, focal, width / 2.0, height / 2.0,
+                      tuple(float(value) for value in data.cam_xpos[camera]), rotation.copy())  # type: ignore[arg-type]
 
 
 def _visible(index: ModelIndex, instance_ids: np.ndarray, min_pixels: int,

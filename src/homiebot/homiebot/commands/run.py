@@ -12,11 +12,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot run`."""
     from homiebot.commands._ray import add_ray_arguments
     from homiebot.runner import PLANNERS
+    from homiebot.setting import DEFAULT_SETTING, SETTINGS
 
     parser.add_argument("--tasks", default="test", help="train, test, all, or task ids like 91,93 (default: test)")
     parser.add_argument("--runs", type=int, default=3, help="runs per task (default: 3, as the benchmark)")
     parser.add_argument("--planner", choices=PLANNERS, default="homiebot",
                         help="planner backend (default: homiebot, the trained HomieBot-135M; smollm2 is it untuned)")
+    parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
+                        help="benchmark setting: background (privileged M3 skills) or no_background (sensor-only "
+                             "skills on the chosen model's server; see homiebot.setting); default: %(default)s")
     parser.add_argument("--out", type=Path, required=True, help="experiment folder, e.g. runs/my_exp")
     parser.add_argument("--data", type=Path, default=Path("data"), help="EMMOE data folder (default: data)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel stacks, each on its own ROS_DOMAIN_ID")
@@ -47,13 +51,15 @@ def run(args: argparse.Namespace) -> int:
     from homiebot.commands._progress import progress_bar
     from homiebot.commands._ray import ray_options
     from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks, without_result
+    from homiebot.setting import SettingMismatch, describe
 
     try:
         config = RunnerConfig(tasks=args.tasks, out=args.out, runs=args.runs, planner=args.planner,
-                              data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps, model=args.model,
-                              base_url=args.base_url, params_file=args.config, overrides=tuple(args.overrides),
-                              run_timeout_s=args.run_timeout, record_videos=not args.no_videos,
-                              retries=args.retries, domain_id=args.domain_id, ray=ray_options(args))
+                              setting=args.setting, data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps,
+                              model=args.model, base_url=args.base_url, params_file=args.config,
+                              overrides=tuple(args.overrides), run_timeout_s=args.run_timeout,
+                              record_videos=not args.no_videos, retries=args.retries, domain_id=args.domain_id,
+                              ray=ray_options(args))
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
@@ -61,13 +67,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             progress = run_benchmark(config, report=console.print, on_progress=on_progress,
                                      echo_nodes=args.show_nodes)
-        except RunnerError as error:
+        except (RunnerError, SettingMismatch) as error:
             raise UsageError(str(error)) from error
     for problem in progress.failed:
         console.print(f"[yellow]warning[/yellow]: {problem}")
     task_ids = select_tasks(args.data, args.tasks)
     status = emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out),
                                   "--tasks", ",".join(task_ids)])
+    print(f"  {describe(args.setting)}", flush=True)
     missing = without_result(args.out, task_ids, args.runs)
     if missing:
         console.print(f"[red]error[/red]: {len(missing)} run(s) have no planner result (infrastructure failures, left "

@@ -3,13 +3,17 @@
 `build` writes data/{train,test}/<id>/ (tasks 1-90 train, 91-100 test); with `--variants N` it also writes N seeded
 variants of every selected train task as data/train/<id>_v<n>/ (test tasks never get variants). `check` replays
 every selected expert trajectory in the simulator (in-process) and reports each step whose outcome differs from its
-design (exit status 1 then).
+design (exit status 1 then); `--setting no_background` replays them with the sensor-only skills instead of M3.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from homiebot.task_definitions import TaskDefinition
 
 HELP = "build data/<split>/<id>/{scene.json,keypath.json,info.txt} from the task definitions, or check them"
 
@@ -17,6 +21,7 @@ HELP = "build data/<split>/<id>/{scene.json,keypath.json,info.txt} from the task
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot tasks`."""
     from homiebot.benchmark_tasks import DEFAULT_DEFINITIONS
+    from homiebot.setting import DEFAULT_SETTING, SETTINGS
 
     parser.add_argument("action", choices=["build", "check"], help="what to do")
     parser.add_argument("--definitions", type=Path, nargs="+", default=list(DEFAULT_DEFINITIONS),
@@ -28,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", type=int, default=0,
                         help="build: also write this many seeded variants of each selected train task")
     parser.add_argument("--seed", type=int, default=0, help="build: seed of the variants (default: %(default)s)")
+    parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
+                        help="check: the skills that replay the experts, background (privileged M3) or "
+                             "no_background (sensor-only); default: %(default)s")
 
 
 def _selected(args: argparse.Namespace, known: list[int]) -> list[int]:
@@ -56,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         definitions = load_all(args.definitions)
         chosen = {task_id: definitions[task_id] for task_id in _selected(args, sorted(definitions))}
         if args.action == "check":
-            return _check(chosen)
+            return _check(chosen, args.setting)
         if args.variants and args.tasks and any(split_of(task_id) == "test" for task_id in chosen):
             raise TaskDefinitionError("--variants: test tasks never get variants; select train tasks only")
         written = build_tasks(chosen, args.data)
@@ -69,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(definitions: dict) -> int:
+def _check(definitions: dict[int, TaskDefinition], setting: str) -> int:
     from homiebot.benchmark_tasks import TaskDefinitionError, scene_for
     from homiebot.expert_check import misplaced_objects, replay
 
@@ -82,7 +90,7 @@ def _check(definitions: dict) -> int:
             print(f"task {task_id}: {error}", flush=True)
             continue
         problems = misplaced_objects(definition, scene)
-        problems += [check.describe() for check in replay(definition, scene) if not check.as_designed]
+        problems += [check.describe() for check in replay(definition, scene, setting=setting) if not check.as_designed]
         differing += len(problems)
         print(f"task {task_id}: " + ("as designed" if not problems else f"{len(problems)} differ"), flush=True)
         for line in problems:

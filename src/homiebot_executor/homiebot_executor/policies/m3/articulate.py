@@ -10,8 +10,9 @@ import numpy as np
 from emmoe_eval.robot.layout import FurnitureLayout, PartLayout
 from emmoe_eval.robot.state import BackendError, ContainerState
 
-from homiebot_executor.policies.m3 import arm
-from homiebot_executor.policies.m3.context import Area, SkillContext, Stop
+from homiebot_executor.policies import arm_motion as arm
+from homiebot_executor.policies.attempt import Stop
+from homiebot_executor.policies.m3.context import Area, SkillContext
 from homiebot_executor.policies.m3.navigate import go_near, to_local
 from homiebot_executor.skills import SkillGoal, SkillStatus
 

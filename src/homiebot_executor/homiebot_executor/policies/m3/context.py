@@ -1,14 +1,13 @@
-"""What every M3 skill shares: the settings, the running attempt, and the stepped, locked access to the robot.
+"""What every M3 skill shares: the settings and the privileged scene on top of the stepped robot access of
+homiebot_executor.policies.attempt.RobotContext.
 
-`SkillContext` wraps one `SimulatedRobot` (emmoe_eval.robot.interface): every backend call holds `lock`, and `tick`
-advances control steps while watching the hand, contacts, the step budget and cancel requests. The skill modules
-(navigate, arm, pick, place, articulate) are functions of a context.
+`SkillContext` wraps one `SimulatedRobot` (emmoe_eval.robot.interface). The skill modules (navigate, pick, place,
+articulate, and the shared homiebot_executor.policies.arm_motion) are functions of a context.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -18,12 +17,10 @@ from emmoe_eval.robot.interface import SimulatedRobot
 from emmoe_eval.robot.layout import FurnitureLayout, SceneLayout
 from emmoe_eval.robot.state import ContainerState, InstanceState
 
-from homiebot_executor.monitor import ExecutionWatcher
-from homiebot_executor.policies.arm_ik import ArmIk, IkConfig
+from homiebot_executor.policies.arm_ik import IkConfig
+from homiebot_executor.policies.attempt import Progress, RobotContext, Stop
 from homiebot_executor.policies.navigation import ControllerConfig
-from homiebot_executor.skills import SkillGoal, SkillStatus
 
-Progress = Callable[[str, int, float], None]
 # A test on arrays of world x and y: which points lie in some area.
 Area = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -73,93 +70,27 @@ class PrivilegedConfig:
             raise ValueError(f"PrivilegedConfig.clearance: expected >= 0, got {self.clearance}")
 
 
-class Stop(Exception):
-    """Ends an attempt early with a status."""
+class SkillContext(RobotContext[PrivilegedConfig]):
+    """The M3 context: the robot plus the privileged scene (layout, instance and container states, arm clearance
+    checked against the simulator's furniture)."""
 
-    def __init__(self, status: SkillStatus, message: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+    backend: SimulatedRobot
 
-
-@dataclass
-class Attempt:
-    """Book-keeping of one running attempt."""
-
-    goal: SkillGoal
-    watcher: ExecutionWatcher
-    should_cancel: Callable[[], bool]
-    progress: Progress
-    phase: str = "reset_arm"
-    steps: int = 0
-    distance: float = float("nan")
-
-
-class SkillContext:
-    """The robot, the settings and the running attempt, shared by the skill functions."""
-
-    def __init__(self, backend: SimulatedRobot, config: PrivilegedConfig, lock: AbstractContextManager[object] | None = None
-                 ) -> None:
+    def __init__(self, backend: SimulatedRobot, config: PrivilegedConfig,
+                 lock: AbstractContextManager[object] | None = None) -> None:
         """Drive `backend`; `lock` serialises backend access with other users (a fresh lock by default)."""
-        self.backend = backend
-        self.config = config
-        self.lock = lock if lock is not None else threading.RLock()
-        self.ik = ArmIk(backend.robot_description(), config.ik)
-        self.attempt: Attempt | None = None
+        super().__init__(backend, config, lock)
 
-    # ---- stepping ----------------------------------------------------------------------------------------------
-    def tick(self, count: int = 1) -> None:
-        """Advance `count` control steps, watching the hand, contacts, the budget and cancel requests."""
-        attempt = self.attempt
-        for _ in range(count):
-            if attempt is not None and attempt.should_cancel():
-                raise Stop(SkillStatus.CANCELED, "cancel requested")
-            with self.lock:
-                self.backend.step(self.config.control_period)
-                held = self.backend.held_object() or ""
-                force = self.backend.contact_force()
-            if attempt is None:
-                continue
-            attempt.steps += 1
-            incidents = attempt.watcher.observe(attempt.steps, held, force)
-            if attempt.steps % 5 == 0:
-                attempt.progress(attempt.phase, attempt.steps, attempt.distance)
-            drop = next((incident for incident in incidents if incident.kind == "drop"), None)
-            if drop is not None:
-                raise Stop(SkillStatus.OBJECT_DROPPED, drop.detail)
-            if attempt.watcher.saw("timeout"):
-                raise Stop(SkillStatus.TIMEOUT, f"step budget of {attempt.goal.step_budget} control steps used up "
-                                                f"in phase {attempt.phase}")
-
-    def phase(self, name: str) -> None:
-        """Enter a phase of the attempt (reported as progress)."""
-        if self.attempt is not None:
-            self.attempt.phase = name
-            self.attempt.progress(name, self.attempt.steps, self.attempt.distance)
-
-    def allow_release(self) -> None:
-        """The object in the hand may now leave it (a put, not a drop)."""
-        if self.attempt is not None:
-            self.attempt.watcher.release_allowed = True
-
-    # ---- robot -------------------------------------------------------------------------------------------------
-    def held(self) -> str:
-        """Name of the object in the hand ("" when empty)."""
+    def arm_collides(self, arm: Sequence[float], torso: float) -> bool:
+        """Whether an arm configuration would hit furniture or walls now."""
         with self.lock:
-            return self.backend.held_object() or ""
+            return self.backend.arm_collides(arm, torso)
 
-    def base(self) -> tuple[float, float, float]:
-        """Base (x, y, yaw)."""
+    def arm_path_free(self, start: Sequence[float], start_torso: float, end: Sequence[float],
+                      end_torso: float) -> bool:
+        """Whether a straight joint-space move stays clear of furniture and walls."""
         with self.lock:
-            base = self.backend.robot_state().base
-        return base.position[0], base.position[1], base.yaw
-
-    def joint_state(self) -> tuple[tuple[float, float, float], dict[str, float]]:
-        """Base (x, y, yaw) and joint name -> position."""
-        with self.lock:
-            state = self.backend.robot_state()
-        joints = dict(zip(state.joint_names, state.joint_positions))
-        return (state.base.position[0], state.base.position[1], state.base.yaw), joints
+            return self.backend.arm_path_free(start, start_torso, end, end_torso)
 
     # ---- scene -------------------------------------------------------------------------------------------------
     def layout(self) -> SceneLayout:

@@ -12,7 +12,8 @@ import math
 import numpy as np
 from emmoe_eval.robot.layout import FurnitureLayout
 
-from homiebot_executor.policies.m3.context import Area, SkillContext, Stop
+from homiebot_executor.policies.attempt import Stop
+from homiebot_executor.policies.m3.context import Area, SkillContext
 from homiebot_executor.policies.navigation import BaseController, GeodesicField, GridPlanner, wrap_angle
 from homiebot_executor.skills import SkillGoal, SkillStatus
 

@@ -9,10 +9,20 @@ import numpy as np
 from emmoe_eval.robot.layout import SupportRegion
 from emmoe_eval.robot.state import InstanceState
 
-from homiebot_executor.policies.m3 import arm
+from homiebot_executor.policies import arm_motion as arm
 from homiebot_executor.policies.m3.context import SkillContext
 from homiebot_executor.policies.m3.navigate import go_near
 from homiebot_executor.skills import SkillGoal, SkillStatus
+
+
+# Regions with less free height than this above them are reached with a level gripper (metres).
+LEVEL_BELOW_CLEARANCE = 0.6
+
+
+def reached_level(region: SupportRegion | None) -> bool:
+    """Whether things on a region are reached with a level gripper: the region has a board or shelf close above
+    it (fridge and cabinet shelves, open shelving); a drawer is pulled out from under the top, so it is not."""
+    return region is not None and not region.part and region.clearance < LEVEL_BELOW_CLEARANCE
 
 
 def region_of(ctx: SkillContext, state: InstanceState) -> SupportRegion | None:
@@ -33,7 +43,7 @@ def pick(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     go_near(ctx, (centre[0], centre[1]), 0.4, ctx.config.reach, ctx.furniture_of(state.name))
     x, y, _ = ctx.base()
     yaw = math.atan2(centre[1] - y, centre[0] - x)
-    level = arm.reached_level(region_of(ctx, state))
+    level = reached_level(region_of(ctx, state))
     grasp_point = centre.copy()
     grasp_point[2] = max(centre[2], centre[2] + state.size[2] / 2 - 0.03)
     ctx.phase("approach")

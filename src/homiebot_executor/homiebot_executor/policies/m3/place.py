@@ -12,9 +12,11 @@ import numpy as np
 from emmoe_eval.robot.layout import SupportRegion
 from emmoe_eval.robot.state import ContainerState, InstanceState
 
-from homiebot_executor.policies.m3 import arm
-from homiebot_executor.policies.m3.context import SkillContext, Stop
+from homiebot_executor.policies import arm_motion as arm
+from homiebot_executor.policies.attempt import Stop
+from homiebot_executor.policies.m3.context import SkillContext
 from homiebot_executor.policies.m3.navigate import go_near
+from homiebot_executor.policies.m3.pick import reached_level
 from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Free height assumed above an object used as a place (nothing hangs over a bowl on a table).
@@ -50,7 +52,7 @@ def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
         region, point = (free_spots(ctx, [region], obj, ctx.base()[:2]) or [(region, point)])[0]
     x, y, _ = ctx.base()
     yaw = math.atan2(point[1] - y, point[0] - x)
-    level = arm.reached_level(region)
+    level = reached_level(region)
     grip, grip_rotation = arm.grip(ctx)
     offset = grip_rotation.T @ (np.array(ctx.instance(held).pose.position) - grip)
     target = np.array([point[0], point[1], point[2] + obj.size[2] / 2 + 0.02])

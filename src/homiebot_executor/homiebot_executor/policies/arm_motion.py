@@ -1,17 +1,17 @@
-"""Arm routing for the M3 skills: joint moves at a bounded speed, via poses around furniture, IK solves, straight
+"""Arm routing for the skills: joint moves at a bounded speed, via poses around furniture, IK solves, straight
 grasp-point lines, approach and retreat."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from emmoe_eval.robot import fetch
-from emmoe_eval.robot.layout import SupportRegion
 
 from homiebot_executor.policies.arm_ik import grasp_rotation
-from homiebot_executor.policies.m3.context import SkillContext, Stop
+from homiebot_executor.policies.attempt import RobotContext, Stop
 from homiebot_executor.skills import SkillStatus
 
 # The arm raised in front, elbow high, gripper 0.43 m ahead at 1.07 m pointing down (with the torso at READY_TORSO):
@@ -19,8 +19,6 @@ from homiebot_executor.skills import SkillStatus
 READY_ARM: tuple[float, ...] = (0.0, -1.2, 0.0, 1.4, 0.0, 1.9, 0.0)
 READY_TORSO = 0.3
 TUCKED_TORSO = 0.15
-# Regions with less free height than this above them are reached with a level gripper (metres).
-LEVEL_BELOW_CLEARANCE = 0.6
 # Via poses tried, in this order, when a straight joint move would hit furniture: the arm raised and folded close in
 # front (0.38 m ahead at most), and raised at the side.
 VIA_POSES: tuple[tuple[tuple[float, ...], float], ...] = (
@@ -30,13 +28,13 @@ VIA_POSES: tuple[tuple[tuple[float, ...], float], ...] = (
 )
 
 
-def arm_error(ctx: SkillContext, target: np.ndarray) -> float:
+def arm_error(ctx: RobotContext[Any], target: np.ndarray) -> float:
     """Largest joint distance of the arm from `target` (radians)."""
     _, joints = ctx.joint_state()
     return float(np.max(np.abs(np.array([joints[name] for name in fetch.ARM_JOINTS]) - target)))
 
 
-def move_arm(ctx: SkillContext, arm: Sequence[float], torso: float | None = None, settle: int = 5,
+def move_arm(ctx: RobotContext[Any], arm: Sequence[float], torso: float | None = None, settle: int = 5,
              must_arrive: bool = False) -> None:
     """Drive the arm (and torso) to joint targets, interpolating at `arm_speed` per control step.
 
@@ -62,13 +60,12 @@ def move_arm(ctx: SkillContext, arm: Sequence[float], torso: float | None = None
         raise Stop(SkillStatus.UNREACHABLE, f"the arm is blocked {arm_error(ctx, target):.2f} rad short of its target")
 
 
-def collides(ctx: SkillContext, arm: Sequence[float], torso: float) -> bool:
-    """Whether an arm configuration would hit furniture or walls now."""
-    with ctx.lock:
-        return ctx.backend.arm_collides(arm, torso)
+def collides(ctx: RobotContext[Any], arm: Sequence[float], torso: float) -> bool:
+    """Whether an arm configuration would hit something now (as far as the context knows)."""
+    return ctx.arm_collides(arm, torso)
 
 
-def route_arm(ctx: SkillContext, arm: Sequence[float], torso: float, must_arrive: bool = False) -> None:
+def route_arm(ctx: RobotContext[Any], arm: Sequence[float], torso: float, must_arrive: bool = False) -> None:
     """Move to a configuration, through via poses when the straight joint move would hit furniture."""
     _, joints = ctx.joint_state()
     start = (tuple(joints[name] for name in fetch.ARM_JOINTS), joints[fetch.TORSO_JOINT])
@@ -76,23 +73,22 @@ def route_arm(ctx: SkillContext, arm: Sequence[float], torso: float, must_arrive
     route: list[tuple[tuple[float, ...], float]] = [goal]
     candidates = [[goal]] + [[via, goal] for via in VIA_POSES] + \
         [[first, second, goal] for first in VIA_POSES for second in VIA_POSES if first is not second]
-    with ctx.lock:
-        for candidate in candidates:
-            points = [start, *candidate]
-            if all(ctx.backend.arm_path_free(a[0], a[1], b[0], b[1]) for a, b in zip(points, points[1:])):
-                route = candidate
-                break
+    for candidate in candidates:
+        points = [start, *candidate]
+        if all(ctx.arm_path_free(a[0], a[1], b[0], b[1]) for a, b in zip(points, points[1:])):
+            route = candidate
+            break
     for index, (joints_target, torso_target) in enumerate(route):
         last = index == len(route) - 1
         move_arm(ctx, joints_target, torso_target, settle=5 if last else 1, must_arrive=must_arrive and last)
 
 
-def tuck_arm(ctx: SkillContext) -> None:
+def tuck_arm(ctx: RobotContext[Any]) -> None:
     """Torso down, arm tucked (the pose the base drives with)."""
     route_arm(ctx, fetch.TUCKED_ARM, TUCKED_TORSO)
 
 
-def reset_arm(ctx: SkillContext) -> None:
+def reset_arm(ctx: RobotContext[Any]) -> None:
     """The reset before every attempt: fingers open unless holding, torso down, arm tucked."""
     ctx.phase("reset_arm")
     with ctx.lock:
@@ -101,7 +97,7 @@ def reset_arm(ctx: SkillContext) -> None:
     tuck_arm(ctx)
 
 
-def solve(ctx: SkillContext, position: Sequence[float] | np.ndarray, rotations: Sequence[np.ndarray],
+def solve(ctx: RobotContext[Any], position: Sequence[float] | np.ndarray, rotations: Sequence[np.ndarray],
           collision_free: bool = False) -> tuple[tuple[float, ...], float, np.ndarray]:
     """Arm joints, torso lift and the rotation used, for the grasp point at `position` (rotations in turn).
 
@@ -127,7 +123,7 @@ def solve(ctx: SkillContext, position: Sequence[float] | np.ndarray, rotations: 
                                         f"{position[2]:.2f}); closest {closest:.3f} m off")
 
 
-def line(ctx: SkillContext, start: np.ndarray, end: np.ndarray, rotation: np.ndarray, pieces: int,
+def line(ctx: RobotContext[Any], start: np.ndarray, end: np.ndarray, rotation: np.ndarray, pieces: int,
          must_arrive: bool = True) -> None:
     """Move the grasp point along a straight segment in `pieces` IK steps."""
     for fraction in np.linspace(1.0 / pieces, 1.0, pieces):
@@ -135,7 +131,7 @@ def line(ctx: SkillContext, start: np.ndarray, end: np.ndarray, rotation: np.nda
         move_arm(ctx, arm, torso, settle=2, must_arrive=must_arrive and fraction == 1.0)
 
 
-def approach(ctx: SkillContext, point: np.ndarray, rotations: Sequence[np.ndarray],
+def approach(ctx: RobotContext[Any], point: np.ndarray, rotations: Sequence[np.ndarray],
              back: float = 0.10) -> tuple[np.ndarray, np.ndarray]:
     """Go to `back` metres before `point` along the approach of the first rotation that reaches both, with a
     collision-free configuration before the target.
@@ -158,7 +154,7 @@ def approach(ctx: SkillContext, point: np.ndarray, rotations: Sequence[np.ndarra
     raise Stop(SkillStatus.UNREACHABLE, "no collision-free approach pose before the target")
 
 
-def grip(ctx: SkillContext) -> tuple[np.ndarray, np.ndarray]:
+def grip(ctx: RobotContext[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Grasp point position and rotation matrix in the world."""
     with ctx.lock:
         gripper = ctx.backend.robot_state().gripper
@@ -169,7 +165,7 @@ def grip(ctx: SkillContext) -> tuple[np.ndarray, np.ndarray]:
     return np.array(gripper.position), rotation
 
 
-def retreat(ctx: SkillContext, rotation: np.ndarray, tuck: bool = False) -> None:
+def retreat(ctx: RobotContext[Any], rotation: np.ndarray, tuck: bool = False) -> None:
     """Back out along the approach (and up), then fold the arm up in front (the next reset tucks it), or tuck it
     when something is about to swing towards the robot."""
     start, _ = grip(ctx)
@@ -190,9 +186,3 @@ def rotations(yaw: float, level: bool) -> list[np.ndarray]:
     """Grasp rotations to try facing `yaw`: level ones (for shelves) or from top-down to nearly level."""
     pitches = (0.0, 0.3, 0.6) if level else (math.pi / 2, 1.2, 0.9, 0.6, 0.3)
     return [grasp_rotation(yaw, pitch) for pitch in pitches]
-
-
-def reached_level(region: SupportRegion | None) -> bool:
-    """Whether things on a region are reached with a level gripper: the region has a board or shelf close above
-    it (fridge and cabinet shelves, open shelving); a drawer is pulled out from under the top, so it is not."""
-    return region is not None and not region.part and region.clearance < LEVEL_BELOW_CLEARANCE

@@ -1,0 +1,74 @@
+"""The benchmark setting as one switch: `--setting` of `homiebot run|up|tasks`, the node parameters it becomes, and
+the record every experiment folder keeps of it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from homiebot import cli, setting
+from homiebot.commands import up
+from homiebot.runner import RunnerConfig, stack_overrides
+
+NO_BACKGROUND = {"sim_stack": {"setting": "no_background"}, "homiebot_executor": {"routing": "model"}}
+
+
+def parse(*argv: str):
+    parser, _ = cli.build_parser()
+    return parser.parse_args(list(argv))
+
+
+def test_up_turns_the_setting_into_node_parameters_under_the_set_items():
+    assert up.node_overrides(parse("up")) == {"sim_stack": {"setting": "background"}}
+    assert up.node_overrides(parse("up", "--setting", "no_background")) == NO_BACKGROUND
+    assert up.node_overrides(parse("up", "--setting", "no_background", "--set", "homiebot_executor.routing=strict",
+                                   "--set", "planner.backend=mock")) == {
+        "sim_stack": {"setting": "no_background"}, "homiebot_executor": {"routing": "strict"},
+        "planner": {"backend": "mock"}}
+    with pytest.raises(cli.UsageError, match="unknown node"):
+        up.node_overrides(parse("up", "--set", "bridge.rate_hz=5"))
+
+
+def test_run_passes_the_setting_to_the_stack(tmp_path):
+    args = parse("run", "--out", str(tmp_path), "--setting", "no_background", "--set", "planner.max_steps=5")
+    config = RunnerConfig(tasks=args.tasks, out=args.out, setting=args.setting, overrides=tuple(args.overrides))
+    overrides = stack_overrides(config)
+    assert {node: overrides[node] for node in NO_BACKGROUND} == NO_BACKGROUND
+    assert overrides["planner"]["max_steps"] == "5"
+    assert stack_overrides(RunnerConfig(tasks="test", out=tmp_path))["sim_stack"] == {"setting": "background"}
+    assert parse("run", "--out", str(tmp_path)).setting == "background"
+
+
+@pytest.mark.parametrize("command", [["run", "--out", "x"], ["up"], ["tasks", "check"]])
+def test_an_unknown_setting_is_a_usage_error(command, capsys):
+    with pytest.raises(SystemExit) as raised:
+        parse(*command, "--setting", "sensor")
+    assert raised.value.code == 2 and "invalid choice: 'sensor'" in capsys.readouterr().err
+
+
+def test_tasks_check_replays_in_the_chosen_setting(monkeypatch):
+    import homiebot.expert_check
+
+    seen = []
+    monkeypatch.setattr(homiebot.expert_check, "replay", lambda definition, scene, setting: seen.append(setting) or [])
+    assert cli.main(["tasks", "check", "--tasks", "91", "--setting", "no_background"]) == 0
+    assert seen == ["no_background"]
+
+
+def test_the_setting_is_recorded_and_an_experiment_never_mixes_two(tmp_path):
+    out = tmp_path / "exp"
+    setting.record_setting(out, "no_background")
+    recorded = json.loads((out / setting.SETTING_FILE).read_text())
+    assert recorded["setting"] == "no_background" and "stand" in recorded["detector"]
+    assert "instance masks" in setting.describe("no_background")
+    setting.record_setting(out, "no_background")  # a resume in the same setting
+    with pytest.raises(setting.SettingMismatch, match="holds runs of setting no_background, not background"):
+        setting.record_setting(out, "background")
+    older = tmp_path / "older"  # scored before the switch existed: background runs
+    (older / "91" / "1").mkdir(parents=True)
+    (older / "91" / "1" / "score.json").write_text("{}")
+    with pytest.raises(setting.SettingMismatch, match="setting background, not no_background"):
+        setting.record_setting(older, "no_background")
+    setting.record_setting(older, "background")
+    assert json.loads((older / setting.SETTING_FILE).read_text())["setting"] == "background"

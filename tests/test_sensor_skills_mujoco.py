@@ -1,0 +1,101 @@
+"""The sensor-only skills (no_background setting) on the real MuJoCo backend, in-process, through the bridge's
+sensor-only view: a whole expert run makes no privileged query, a privileged query ends an attempt with its own
+code, and the hand opens a drawer by its handle."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytest.importorskip("mujoco")
+
+from emmoe_eval.robot.state import PrivilegedAccessError  # noqa: E402
+from habitat_bridge import sensor_only  # noqa: E402
+from habitat_bridge.backends.mujoco_backend import MujocoBackend  # noqa: E402
+from habitat_bridge.scene_spec import SceneSpec  # noqa: E402
+
+from homiebot.benchmark_tasks import DEFAULT_DEFINITIONS, scene_for  # noqa: E402
+from homiebot.expert_check import replay  # noqa: E402
+from homiebot.task_definitions import load_all  # noqa: E402
+from homiebot_executor.policies import arm_motion  # noqa: E402
+from homiebot_executor.policies.attempt import run_attempt  # noqa: E402
+from homiebot_executor.policies.m3 import PrivilegedSkills  # noqa: E402
+from homiebot_executor.policies.sensor.context import SensorConfig, SensorContext  # noqa: E402
+from homiebot_executor.skills import SkillGoal, SkillStatus  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def definitions():
+    return load_all(DEFAULT_DEFINITIONS)
+
+
+@pytest.fixture()
+def backend():
+    sim = MujocoBackend()
+    yield sim
+    sim.close()
+
+
+def test_a_whole_expert_run_makes_no_privileged_query(definitions, backend, monkeypatch):
+    """Task 96 (open a drawer, fetch the sponge from the table, put it in the drawer, close it) by the expert,
+    sensor-only: every step as designed, and the bridge's sensor-only view counted no privileged query."""
+    views = []
+    real_view = sensor_only.SensorOnlyRobot
+
+    def counted_view(sim):
+        view = real_view(sim)
+        views.append(view)
+        return view
+
+    monkeypatch.setattr(sensor_only, "SensorOnlyRobot", counted_view)
+    definition = definitions[96]
+    checks = list(replay(definition, scene_for(definition), backend, setting="no_background"))
+    assert [check.describe() for check in checks if not check.as_designed] == []
+    assert len(views) == 1
+    assert dict(views[0].refused) == {}
+    assert views[0].calls["observe"] > 10 and views[0].calls["step"] > 100
+    assert not set(views[0].calls) & set(sensor_only.PRIVILEGED)
+
+
+def test_a_privileged_query_ends_the_attempt_with_its_own_code(backend):
+    backend.reset(None, seed=0)
+    robot = sensor_only.SensorOnlyRobot(backend)
+    context = SensorContext(robot, SensorConfig())
+
+    def leaky_pick(ctx, goal):
+        ctx.backend.object_states([goal.target])
+        return SkillStatus.SUCCEEDED, ""
+
+    outcome = run_attempt(context, SkillGoal("pick", "apple"), {"pick": leaky_pick}, arm_motion.reset_arm)
+    assert outcome.status is SkillStatus.PRIVILEGED_REFUSED and outcome.status.is_fault
+    assert "object_states" in outcome.message and "no_background" in outcome.message
+    assert robot.refused["object_states"] == 1
+    with pytest.raises(PrivilegedAccessError):
+        robot.occupancy_grid()
+
+
+def test_the_hand_opens_a_drawer_by_its_handle_and_it_stays_open(definitions, backend):
+    """The test places the hand on the handle with privileged help; the drawer then moves only with the hand."""
+    backend.reset(SceneSpec.from_dict(scene_for(definitions[91])))
+    drawer = "kitchen_drawer_1"
+    skills = PrivilegedSkills(backend)
+    assert skills.run(SkillGoal("navigate", drawer)).success
+    context = skills.context
+    handle = backend.container_states([drawer])[0].handle
+    x, y, _ = context.base()
+    rotations = arm_motion.rotations(math.atan2(handle[1] - y, handle[0] - x), level=True)
+    rotation, before = arm_motion.approach(context, handle, rotations, back=0.08)
+    arm_motion.line(context, before, handle, rotation, 2, must_arrive=False)
+    assert backend.close_gripper(0.05) == drawer
+    assert backend.held_object() is None  # a handle is not an object in the hand
+    for _ in range(40):
+        backend.set_base_velocity(-0.1, 0.0)
+        backend.step(0.1)
+    backend.set_base_velocity(0.0, 0.0)
+    pulled = backend.container_states([drawer])[0].position
+    assert pulled > 0.3
+    assert backend.open_gripper() == drawer
+    backend.step(2.0)
+    # Let go, the drawer's own actuator holds it where the hand left it.
+    assert abs(backend.container_states([drawer])[0].position - pulled) < 0.05
