@@ -38,8 +38,8 @@ def backend():
 
 
 def test_a_whole_expert_run_makes_no_privileged_query(definitions, backend, monkeypatch):
-    """Task 96 (open a drawer, fetch the sponge from the table, put it in the drawer, close it) by the expert,
-    sensor-only: every step as designed, and the bridge's sensor-only view counted no privileged query."""
+    """Task 95 (the apple and the tuna can from the sofa to the white desk) by the expert, sensor-only: every step
+    as designed, and the bridge's sensor-only view counted no privileged query."""
     views = []
     real_view = sensor_only.SensorOnlyRobot
 
@@ -49,7 +49,7 @@ def test_a_whole_expert_run_makes_no_privileged_query(definitions, backend, monk
         return view
 
     monkeypatch.setattr(sensor_only, "SensorOnlyRobot", counted_view)
-    definition = definitions[96]
+    definition = definitions[95]
     checks = list(replay(definition, scene_for(definition), backend, setting="no_background"))
     assert [check.describe() for check in checks if not check.as_designed] == []
     assert len(views) == 1

@@ -37,7 +37,7 @@ from homiebot_executor.skills import SkillGoal, SkillStatus
 # Where to stand before a handle (metres along the face's normal) and the release's opening thresholds.
 STAND_OFF = 0.62
 DRAWER_PULL, DRAWER_OPEN, DRAWER_PUSH = 0.38, 0.25, 0.5
-DOOR_SWING, DOOR_OPEN = 1.4, 0.8
+DOOR_SWING, DOOR_OPEN = 1.1, 0.8
 # A closing swing that the arm could follow this far counts as closed even when it ended at the arm's reach rather
 # than against the closed stop (the hand's target then lies inside the furniture).
 DOOR_CLOSING_SWEEP = 0.6

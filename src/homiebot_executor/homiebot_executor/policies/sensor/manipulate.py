@@ -74,8 +74,8 @@ def within_reach(ctx: SensorContext, name: str) -> Sighting:
 
 def reach_object(ctx: SensorContext, sighting: Sighting
                  ) -> tuple[Sighting, np.ndarray, np.ndarray, np.ndarray]:
-    """Bring the hand 10 cm before the object's grasp point (the centre across, 3 cm under its top) along a grasp
-    whose arm clears every other perceived point.
+    """Bring the hand to the object's grasp point (the centre across, 3 cm under its top) from 10 cm before it,
+    along a grasp whose arm clears every other perceived point.
 
     Returns:
         the sighting, the grasp point, the grasp rotation and the point before it.
@@ -90,6 +90,8 @@ def reach_object(ctx: SensorContext, sighting: Sighting
     ctx.ignore(sighting.points)
     ctx.phase("approach")
     rotation, before = arm.approach(ctx, grasp, grasp_rotations(yaw, covered(ctx, grasp)))
+    ctx.phase("grasp")
+    arm.line(ctx, before, grasp, rotation, 2)
     return sighting, grasp, rotation, before
 
 
@@ -118,8 +120,6 @@ def pick(ctx: SensorContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
         sightings = ctx.find(goal.target)
         sighting, grasp, rotation, before = reach_object(ctx, sightings[0] if sightings else sighting)
     points, top = sighting.points, sighting.top
-    ctx.phase("grasp")
-    arm.line(ctx, before, grasp, rotation, 2)
     with ctx.lock:
         grasped = ctx.backend.close_gripper(ctx.config.grasp_distance)
     ctx.tick(2)

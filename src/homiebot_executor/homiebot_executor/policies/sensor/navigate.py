@@ -30,9 +30,6 @@ ARRIVE_DISTANCE = 1.0
 MIN_FRONTIER_DISTANCE = 0.8
 # How far a frontier drive goes before the robot looks again and decides anew (metres of path).
 FRONTIER_LEG = 1.5
-# A standing spot is sought by other things of the goal's kind only when they are at most this much farther away
-# than the nearest one (metres).
-SWITCH_DISTANCE = 1.0
 # With the map complete, places farther than this from every earlier look are still visited (metres).
 COVERAGE_RADIUS = 1.5
 
@@ -156,7 +153,7 @@ def spot_still_good(ctx: SensorContext, grid_planner: GridPlanner, name: str, ba
         return False
     points = sightings[0].points
     distance = float(np.min(np.hypot(points[:, 0] - spot[0], points[:, 1] - spot[1])))
-    return band[0] - 0.05 <= distance <= band[1] + 0.2
+    return band[0] - 0.05 <= distance <= band[1] + 0.05
 
 
 def _stop_base(ctx: SensorContext) -> None:
@@ -171,9 +168,8 @@ def _yaw_to(origin: tuple[float, float], face: tuple[float, float] | None) -> fl
 
 def spot_for(ctx: SensorContext, grid_planner: GridPlanner, name: str, band: tuple[float, float, float]
              ) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """A standing spot (in `band`, or a little farther) and the point to face for the nearest sighting of `name`,
-    or None. Sightings more than SWITCH_DISTANCE farther than the nearest are not gone to instead of it (another
-    thing of the same kind across the room is not the one being approached)."""
+    """A standing spot (in `band`) and the point to face for the nearest sighting of `name` that has one (of the
+    three nearest), or None."""
     sightings = ctx.find(name)
     if not sightings:
         return None
@@ -181,13 +177,11 @@ def spot_for(ctx: SensorContext, grid_planner: GridPlanner, name: str, band: tup
     field_ = grid_planner.geodesic_from(x, y)
     if field_ is None:
         return None
-    near = [sighting for sighting in sightings[:3] if sighting.distance <= sightings[0].distance + SWITCH_DISTANCE]
-    for wider in (0.0, 0.15):
-        for sighting in near:
-            cell = standing_spot(ctx, grid_planner, field_, sighting.points, (band[0], band[1] + wider, band[2]))
-            if cell is not None:
-                centre = sighting.centre
-                return grid_planner.grid.center_of(*cell), (float(centre[0]), float(centre[1]))
+    for sighting in sightings[:3]:
+        cell = standing_spot(ctx, grid_planner, field_, sighting.points, band)
+        if cell is not None:
+            centre = sighting.centre
+            return grid_planner.grid.center_of(*cell), (float(centre[0]), float(centre[1]))
     return None
 
 
@@ -235,10 +229,9 @@ def approach(ctx: SensorContext, name: str, band: tuple[float, float, float]) ->
         spot = spot_for(ctx, planner(ctx), name, band)
         if spot is not None:
             break
-        if ctx.find(name):
-            raise Stop(SkillStatus.NO_PATH, f"{name}: seen, but no free standing spot by it on the map")
         if not explore(ctx):
-            raise Stop(SkillStatus.NO_PATH, f"{name}: not seen anywhere on the explored map")
+            seen = "seen, but no free standing spot by it" if ctx.find(name) else "not seen anywhere"
+            raise Stop(SkillStatus.NO_PATH, f"{name}: {seen} on the explored map")
     reached = drive(ctx, spot[0], spot[1], name, band)
     ctx.look()
     sightings = ctx.find(name)
