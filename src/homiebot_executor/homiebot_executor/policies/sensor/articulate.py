@@ -252,9 +252,10 @@ def let_go(ctx: SensorContext, rotation: np.ndarray) -> None:
     arm.retreat(ctx, rotation, tuck=True)
 
 
-def back_base(ctx: SensorContext, distance: float, stall_steps: int = 3) -> bool:
-    """Drive the base straight `distance` metres (negative: backwards) with the arm held still, until done or until
-    the hand stops following (what it holds has hit its end stop); whether it stalled."""
+def drive_straight(ctx: SensorContext, distance: float, stop_on_stall: bool) -> bool:
+    """Drive the base straight `distance` metres (negative: backwards) with the arm held still, until done or, with
+    `stop_on_stall`, until the hand has stopped following for three control steps (what it holds has hit its end
+    stop); whether it stalled."""
     x0, y0, _ = ctx.base()
     speed = math.copysign(0.2, distance)
     still = 0
@@ -272,7 +273,7 @@ def back_base(ctx: SensorContext, distance: float, stall_steps: int = 3) -> bool
         moving = np.linalg.norm(grip - first) > 0.02
         still = still + 1 if moving and np.linalg.norm(grip - previous) < 0.004 else 0
         previous = grip
-        if still >= stall_steps:
+        if stop_on_stall and still >= 3:
             stalled = True
             break
     with ctx.lock:
@@ -359,7 +360,7 @@ def articulate(ctx: SensorContext, goal: SkillGoal, opening: bool) -> tuple[Skil
     start, _ = arm.grip(ctx)
     if not handle.vertical:
         ctx.phase("pull" if opening else "push")
-        stalled = back_base(ctx, -DRAWER_PULL, stall_steps=1000) if opening else back_base(ctx, DRAWER_PUSH)
+        stalled = drive_straight(ctx, -DRAWER_PULL if opening else DRAWER_PUSH, stop_on_stall=not opening)
         end, _ = arm.grip(ctx)
         let_go(ctx, rotation)
         travel = float((end - start)[:2] @ handle.normal)

@@ -99,7 +99,6 @@ class Sighting:
     label: str
     track: int
     points: np.ndarray
-
     distance: float = math.inf
 
     @property
@@ -212,17 +211,13 @@ class SensorContext(RobotContext[SensorConfig]):
                 seen[track] = points
                 self.memory[track] = (label, points)
         # Things of the category seen before but out of view now are remembered where they were last seen.
-        wanted = {label for label, _ in tracks.values()} | self.detector_labels(name)
+        wanted = {label for label, _ in tracks.values()} | self._asked.get(name, set())
         remembered = {track: points for track, (label, points) in self.memory.items()
                       if label in wanted and track not in seen}
         sightings = [Sighting(self.memory[track][0], track, points,
                               float(np.min(np.hypot(points[:, 0] - x, points[:, 1] - y))))
                      for track, points in {**seen, **remembered}.items()]
         return sorted(sightings, key=lambda item: item.distance)
-
-    def detector_labels(self, name: str) -> set[str]:
-        """The categories the detector looks for when asked for `name` (labels of earlier sightings of it)."""
-        return set(self._asked.get(name, ()))
 
     @property
     def cloud_points(self) -> np.ndarray:
