@@ -121,8 +121,9 @@ def record_from_step(step: Step, info: RunInfo, views: Sequence[np.ndarray] = ()
         place_instance=step.place_instance, place_canonical=step.place_canonical, end_reason=step.end_reason or "",
         planning_seconds=float(extra.get("planning_seconds", 0.0)),
         execution_seconds=float(extra.get("execution_seconds", 0.0)), views=images,
-        visible=[types["emmoe_interfaces/msg/VisibleObjects"](view=view, names=list(names))
-                 for view, names in (step.visible or {}).items()])
+        visible=[types["emmoe_interfaces/msg/VisibleObjects"](
+            view=view, names=list(names), locations=list((step.locations or {}).get(view, ())))
+            for view, names in (step.visible or {}).items()])
 
 
 class StepBagWriter:

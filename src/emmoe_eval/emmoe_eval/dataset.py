@@ -36,6 +36,8 @@ TRAIN_IDS = range(1, 91)
 TEST_IDS = range(91, 101)
 # Collected tasks: step number -> view -> the names visible when the step was planned (text observations).
 VISIBLE_FILE = "visible.json"
+# ... and parallel to it, where each small object rested then ("on <canonical>", "in <canonical>" or "").
+LOCATIONS_FILE = "locations.json"
 SFT_FILE = "sft_train.json"
 DPO_FILE = "dpo_train.json"
 VIEWS: tuple[str, ...] = ("front", "left", "back", "right")

@@ -91,7 +91,14 @@ def step_from_record(record: Any) -> Step:
         place_instance=getattr(record, "place_instance", ""), place_canonical=getattr(record, "place_canonical", ""),
         end_reason=end_reason_of(record),
         visible={item.view: tuple(item.names) for item in getattr(record, "visible", ())} or None,
+        locations=_locations(getattr(record, "visible", ())),
     )
+
+
+def _locations(visible: Any) -> dict[str, tuple[str, ...]] | None:
+    """View -> the locations parallel to its names; None for records written before locations existed."""
+    locations = {item.view: tuple(getattr(item, "locations", ())) for item in visible}
+    return locations if any(locations.values()) else None
 
 
 def image_to_array(image: Any) -> np.ndarray:

@@ -19,6 +19,7 @@
 | `target_canonical`, `place_canonical` | str | optional: that instance's alias-table entry (`003_cracker_box`) |
 | `end_reason` | str | optional, last line only: why the run ended (one of `END_REASONS`) |
 | `visible` | object | optional: view (`front`, `left`, `back`, `right`) -> the names visible in it when the step was planned |
+| `locations` | object | optional: view -> parallel to `visible`: where each small object rested (`on fridge`, `in fridge`, ``) |
 
 Any other key is kept in `Step.extra` and written back unchanged. The last line may instead be a run-end marker,
 `{"step": n, "action": null, "end_reason": "gave_up"}`: not an executed step, it only carries the end reason.
@@ -56,7 +57,7 @@ WRITE_FAILURE = "could not write the run's files"
 RESOLVED_KEYS: tuple[str, ...] = ("target_instance", "target_canonical", "place_instance", "place_canonical")
 _REQUIRED_KEYS = ("step", "action", "target", "place", "model", "success", "feedback")
 _KNOWN_KEYS = frozenset(_REQUIRED_KEYS + ("analysis", "raw_output", "inventory", "error_type", "images", "end_reason",
-                                          "visible")
+                                          "visible", "locations")
                         + RESOLVED_KEYS)
 
 
@@ -88,6 +89,7 @@ class Step:
         place_canonical: its canonical entry ("" when unknown).
         end_reason: on the run's last step only: why the run ended (one of END_REASONS), else None.
         visible: view -> names visible in it (canonical) in the observation the step was planned on, when recorded.
+        locations: view -> parallel to `visible`: "on <canonical>", "in <canonical>" or "", when recorded.
     """
 
     step: int
@@ -109,6 +111,7 @@ class Step:
     place_canonical: str = ""
     end_reason: str | None = None
     visible: Mapping[str, tuple[str, ...]] | None = None
+    locations: Mapping[str, tuple[str, ...]] | None = None
 
     @property
     def is_end(self) -> bool:
@@ -141,8 +144,9 @@ class Step:
                 line[key] = getattr(self, key)
         if self.end_reason is not None:
             line["end_reason"] = self.end_reason
-        if self.visible is not None:
-            line["visible"] = {view: list(names) for view, names in self.visible.items()}
+        for key in ("visible", "locations"):
+            if getattr(self, key) is not None:
+                line[key] = {view: list(names) for view, names in getattr(self, key).items()}
         if self.extra:
             line.update({key: value for key, value in self.extra.items() if key not in line})
         return line
@@ -211,16 +215,17 @@ def _step_from_line(line: Any) -> Step:
         extra={key: line[key] for key in extra_keys} if extra_keys else None,
         target_instance=line.get("target_instance") or "", target_canonical=line.get("target_canonical") or "",
         place_instance=line.get("place_instance") or "", place_canonical=line.get("place_canonical") or "",
-        end_reason=line.get("end_reason"), visible=_visible(line),
+        end_reason=line.get("end_reason"), visible=_per_view(line, "visible"),
+        locations=_per_view(line, "locations"),
     )
 
 
-def _visible(line: dict[str, Any]) -> dict[str, tuple[str, ...]] | None:
-    value = line.get("visible")
+def _per_view(line: dict[str, Any], key: str) -> dict[str, tuple[str, ...]] | None:
+    value = line.get(key)
     if value is None:
         return None
     if type(value) is not dict:
-        raise _LineError("'visible' must be an object of view -> list of names")
+        raise _LineError(f"'{key}' must be an object of view -> list of strings")
     return {str(view): _string_list(value, view) or () for view in value}
 
 

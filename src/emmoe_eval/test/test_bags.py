@@ -29,7 +29,9 @@ def test_a_step_survives_the_record_round_trip(kit):
     views = [np.full((4, 6, 3), value, dtype=np.uint8) for value in (10, 20, 30, 40)]
     step = Step(2, "Put", "apple", "fridge", "RT-1-X", False, "Unable to put, the hand is empty", analysis="a",
                 raw_output="raw", inventory=("apple",), error_type="L2",
-                extra={"planning_seconds": 1.5, "execution_seconds": 0.25})
+                extra={"planning_seconds": 1.5, "execution_seconds": 0.25},
+                visible={"front": ("fridge", "013_apple"), "back": ()},
+                locations={"front": ("", "on kitchen_counter"), "back": ()})
     record = record_from_step(step, RunInfo("91", 3, "put it away"), views, stamp_ns=5)
     back = step_from_record(record)
     assert back == replace(step, images=("subtask2_front.png", "subtask2_left.png", "subtask2_back.png",

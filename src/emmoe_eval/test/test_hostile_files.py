@@ -34,7 +34,7 @@ _json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=12)
 _step_keys = st.sampled_from(["step", "action", "object", "target", "success", "feedback", "model", "analysis",
-                              "visible", "end_reason", "planner"])
+                              "visible", "locations", "end_reason", "planner"])
 _step_like = st.dictionaries(_step_keys, _json_values, max_size=8)
 _line = st.one_of(
     _step_like.map(json.dumps),

@@ -18,9 +18,11 @@ def test_step_json_round_trip_keeps_optional_and_unknown_keys():
     step = Step(3, "Put", "apple", "fridge", "RT-1-X", False, "Unable to put, the hand is empty", analysis="a",
                 raw_output="Analysis: a\nSubtask: [Put, apple, fridge]\nModel: RT-1-X", inventory=(),
                 error_type="L2", images=("subtask3_front.png",), extra={"planning_seconds": 1.5},
-                visible={"front": ("frl_apartment_refrigerator", "013_apple"), "left": ()})
+                visible={"front": ("frl_apartment_refrigerator", "013_apple"), "left": ()},
+                locations={"front": ("", "in frl_apartment_refrigerator"), "left": ()})
     line = step.to_json()
     assert line["visible"] == {"front": ["frl_apartment_refrigerator", "013_apple"], "left": []}
+    assert line["locations"] == {"front": ["", "in frl_apartment_refrigerator"], "left": []}
     assert line["place"] == "fridge" and line["planning_seconds"] == 1.5
     assert Step.from_json(json.loads(json.dumps(line)), "x:1") == step
     end = Step(4, "End", model="None")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -196,16 +197,27 @@ def handle_reset(backend: SimBackend, request: ResetEpisode.Request, response: R
     return response
 
 
+def object_locations(backend: SimBackend, canonical: Mapping[str, str], names: Sequence[str]) -> dict[str, str]:
+    """Instance name -> "on <receptacle canonical>" or "in <receptacle canonical>" for the small objects among
+    `names` that rest on or in something (furniture, rooms and objects on the floor are absent)."""
+    wanted = set(names)
+    return {state.name: f"{'in' if state.inside else 'on'} {canonical.get(state.receptacle, state.receptacle)}"
+            for state in (backend.object_states() if wanted else ())
+            if state.name in wanted and state.kind == "object" and state.receptacle}
+
+
 def handle_get_observation(backend: SimBackend, request: GetObservation.Request,
                            response: GetObservation.Response) -> GetObservation.Response:
     """Serve /sim/get_observation: four views (+ depth), visible canonical names per view, inventory."""
     try:
         observation = backend.observe(VIEWS, depth=bool(request.include_depth), segmentation=True)
         canonical = dict(zip(observation.instance_names, observation.instance_canonicals))
+        locations = object_locations(backend, canonical, [name for view in VIEWS for name in observation.visible[view]])
         for view in VIEWS:
             setattr(response, view, image_message(observation.rgb[view], observation.time, f"head_camera_{view}"))
-            response.visible.append(VisibleObjects(view=view, names=[canonical[name]
-                                                                      for name in observation.visible[view]]))
+            seen = observation.visible[view]
+            response.visible.append(VisibleObjects(view=view, names=[canonical[name] for name in seen],
+                                                   locations=[locations.get(name, "") for name in seen]))
         if request.include_depth:
             response.depth = [image_message(observation.depth[view], observation.time, f"head_camera_{view}")
                               for view in VIEWS]

@@ -63,6 +63,14 @@ def test_observation_has_four_views_depth_visible_names_and_inventory(backend: M
     assert [item.view for item in response.visible] == ["front", "left", "back", "right"]
     names = {name for item in response.visible for name in item.names}
     assert {"fridge", "kitchen_counter", "frl_apartment_table_01"} <= names
+    # Where each visible small object rests, parallel to the names, as the simulator's relations say.
+    canonical = {state.name: state.canonical for state in backend.object_states()}
+    rests = {canonical[state.name]: f"{'in' if state.inside else 'on'} {canonical[state.receptacle]}"
+             for state in backend.object_states() if state.kind == "object" and state.receptacle}
+    for item in response.visible:
+        assert len(item.locations) == len(item.names)
+        assert [location for location in item.locations] == [rests.get(name, "") for name in item.names]
+    assert any(location.startswith("on ") for item in response.visible for location in item.locations)
     assert response.inventory == []
     direct = backend.observe(["front"], depth=True)
     assert np.array_equal(bridge_core.image_array(response.front), direct.rgb["front"])

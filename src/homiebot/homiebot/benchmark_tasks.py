@@ -7,12 +7,13 @@ in [End], the expert's successful steps reach TP = 1 on the task's keypaths) and
 `<data>/<split>/<id>/{scene.json,keypath.json,info.txt}`; tasks 1-90 go to train/, 91-100 to test/.
 `build_variants` writes seeded variants of train tasks (another apartment draw with the same objects on the same
 receptacles: different furniture placement, distractors and start pose) as `<data>/train/<id>_v<n>/`; test tasks
-never get variants.
+never get variants. Given a check (`homiebot tasks build --check-variants` replays the expert in the simulator), a
+draw the check rejects is drawn again with another seed, and a variant no draw passes is left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,16 @@ def variant_id(task_id: int, number: int) -> str:
     return f"{task_id}_v{number}"
 
 
-def _variant_seed(task_id: int, number: int, seed: int) -> int:
-    return 1_000_000 * (seed + 1) + 1_000 * task_id + number
+# A check of a drawn variant: the problems found (empty when the draw is usable).
+VariantCheck = Callable[[TaskDefinition, Mapping[str, Any]], Sequence[str]]
+# Draws of one variant a check may reject before it is left out; redraw r adds r * REDRAW_STRIDE to the seed, which
+# stays inside the seed's block of 1,000,000 and clear of every (task, number) pair for at most 9 redraws.
+REDRAWS = 4
+REDRAW_STRIDE = 100_000
+
+
+def _variant_seed(task_id: int, number: int, seed: int, redraw: int = 0) -> int:
+    return 1_000_000 * (seed + 1) + REDRAW_STRIDE * redraw + 1_000 * task_id + number
 
 
 def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, Any]:
@@ -137,13 +146,19 @@ def build_tasks(definitions: Mapping[int, TaskDefinition], data_dir: Path | str,
 
 
 def build_variants(definitions: Mapping[int, TaskDefinition], data_dir: Path | str, count: int, seed: int = 0,
-                   task_ids: Sequence[int] | None = None) -> list[Path]:
+                   task_ids: Sequence[int] | None = None, check: VariantCheck | None = None,
+                   redraws: int = REDRAWS) -> list[Path]:
     """Write `count` seeded variants of each selected train task as `<data>/train/<id>_v<n>/`.
 
+    With `check`, each variant is the first of at most 1 + `redraws` draws that the check finds no problem in; a
+    variant without one is not written (the returned folders say which were).
+
     Raises:
-        TaskDefinitionError: when a selected task is a test task (test tasks never get variants) or the count is
-            negative.
+        TaskDefinitionError: when a selected task is a test task (test tasks never get variants), the count is
+            negative or `redraws` is outside 0-9.
     """
+    if not 0 <= redraws <= 9:
+        raise TaskDefinitionError(f"variants: expected 0-9 redraws, got {redraws}")
     if count < 0:
         raise TaskDefinitionError(f"variants: expected a count >= 0, got {count}")
     chosen = sorted(definitions) if task_ids is None else sorted(task_ids)
@@ -157,7 +172,18 @@ def build_variants(definitions: Mapping[int, TaskDefinition], data_dir: Path | s
             continue
         definition = _checked(definitions[task_id])
         for number in range(1, count + 1):
-            scene = scene_for(definition, _variant_seed(task_id, number, seed))
-            written.append(write_task(data_dir, "train", variant_id(task_id, number), definition.info(),
-                                      definition.keypaths, scene=scene))
+            scene = _drawn_variant(definition, task_id, number, seed, check, redraws)
+            if scene is not None:
+                written.append(write_task(data_dir, "train", variant_id(task_id, number), definition.info(),
+                                          definition.keypaths, scene=scene))
     return written
+
+
+def _drawn_variant(definition: TaskDefinition, task_id: int, number: int, seed: int, check: VariantCheck | None,
+                   redraws: int) -> dict[str, Any] | None:
+    """The scene of one variant: its first draw, or with `check` the first draw without problems (None: none)."""
+    for redraw in range(1 + redraws if check is not None else 1):
+        scene = scene_for(definition, _variant_seed(task_id, number, seed, redraw))
+        if check is None or not check(definition, scene):
+            return scene
+    return None

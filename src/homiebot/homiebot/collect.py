@@ -5,8 +5,9 @@ planner replaying its info.txt block by block, designed failures included (exper
 in a work folder (resumable: a run with a score is not run again); then each task is written to the output data
 folder in the official layout: info.txt with the subtasks, models and analyses of the design but the feedback and
 inventory the stack really returned, keypath.json and scene.json as committed, and the four views the stack recorded
-after every subtask (`subtask{n}_{front,left,back,right}.png`), and `visible.json`: for each subtask, the names
-visible per view when it was planned (what a text-only planner is shown). Every step whose outcome differs from its design
+after every subtask (`subtask{n}_{front,left,back,right}.png`), and `visible.json` and `locations.json`: for each
+subtask, the names visible per view when it was planned and where the small objects among them rested (what a
+text-only planner is shown). Every step whose outcome differs from its design
 (another error type or feedback string, a missing step) is reported, and such a task is left out of the output
 folder (its raw run stays in the work folder).
 """
@@ -25,6 +26,7 @@ from emmoe_eval.dataset import (
     KEYPATH_FILE,
     SCENE_FILE,
     VIEWS,
+    LOCATIONS_FILE,
     VISIBLE_FILE,
     InfoTrajectory,
     Task,
@@ -148,8 +150,9 @@ def write_collected(task: Task, run_dir: Path, out: Path) -> list[Difference]:
             shutil.copyfile(task.directory / name, target / name)
     differences = compare(task.task_id, task.info, steps)
     executed = [step for step in steps if step.action]
-    visible = {str(step.step): dict(step.visible) for step in executed if step.visible is not None}
-    (target / VISIBLE_FILE).write_text(json.dumps(visible, indent=0), encoding="utf-8")
+    for name, key in ((VISIBLE_FILE, "visible"), (LOCATIONS_FILE, "locations")):
+        table = {str(step.step): dict(getattr(step, key)) for step in executed if getattr(step, key) is not None}
+        (target / name).write_text(json.dumps(table, indent=0), encoding="utf-8")
     for index in range(1, len([step for step in steps if step.action]) + 1):
         for view in VIEWS:
             source = run_dir / image_name(index, view)

@@ -188,3 +188,22 @@ def test_variants_are_seeded_train_folders_and_never_test_tasks(tmp_path):
     assert filecmp.cmp(again[0] / "scene.json", written[0] / "scene.json", shallow=False)
     with pytest.raises(TaskDefinitionError, match="test tasks never get variants"):
         build_variants({95: test}, tmp_path, 1, task_ids=[95])
+
+
+def test_a_checked_variant_is_drawn_again_until_the_check_passes_or_left_out(tmp_path):
+    train = parse_definition(7, VALID, "t.yaml")
+    unchecked = build_variants({7: train}, tmp_path / "unchecked", 2, seed=3)
+    seen: list[str] = []
+
+    def rejects_first_draws(definition, scene):  # the first two draws of each variant have a problem
+        seen.append(json.dumps(scene, sort_keys=True))
+        return ["step 4 differs"] if len(seen) % 3 else []
+
+    checked = build_variants({7: train}, tmp_path / "checked", 2, seed=3, check=rejects_first_draws)
+    assert [path.name for path in checked] == ["7_v1", "7_v2"] and len(seen) == 6 and len(set(seen)) == 6
+    assert json.loads((unchecked[0] / "scene.json").read_text()) == json.loads(seen[0])  # draw 1 is the unchecked one
+    assert json.loads((checked[0] / "scene.json").read_text()) == json.loads(seen[2])
+    never = build_variants({7: train}, tmp_path / "never", 2, seed=3, check=lambda *_: ["differs"], redraws=1)
+    assert never == [] and not (tmp_path / "never" / "train").exists()
+    with pytest.raises(TaskDefinitionError, match="0-9 redraws"):
+        build_variants({7: train}, tmp_path, 1, check=lambda *_: [], redraws=10)

@@ -29,7 +29,8 @@ def _recorded_run(run_dir: Path, task, wrong_step: int | None = None) -> None:
         steps.append(Step(step=block.index, action=block.subtask.action, target=block.subtask.target,
                           place=block.subtask.place, model=block.model, success=feedback == "None",
                           feedback=feedback, inventory=tuple(block.inventory.split()) if block.inventory != "None"
-                          else (), visible={"front": (f"seen_before_{block.index}",)}))
+                          else (), visible={"front": (f"seen_before_{block.index}",)},
+                          locations={"front": (f"on table_{block.index}",)}))
         for view in ("front", "left", "back", "right"):
             (run_dir / f"subtask{block.index}_{view}.png").write_bytes(PIXEL)
     write_trajectory(run_dir / "trajectory.jsonl", steps)
@@ -46,6 +47,8 @@ def test_a_run_as_designed_is_written_in_the_official_layout(tmp_path):
     assert len(list(written.glob("subtask*_*.png"))) == 4 * len(task.info.blocks)
     visible = json.loads((written / "visible.json").read_text())
     assert visible == {str(block.index): {"front": [f"seen_before_{block.index}"]} for block in task.info.blocks}
+    locations = json.loads((written / "locations.json").read_text())
+    assert locations == {str(block.index): {"front": [f"on table_{block.index}"]} for block in task.info.blocks}
 
 
 def test_a_step_that_differs_from_its_design_is_reported(tmp_path):
@@ -75,6 +78,18 @@ def test_build_variants_from_the_command_line_never_touches_test_tasks(tmp_path,
                  "--seed", "5"]) == 0
     assert sorted(path.name for path in (tmp_path / "train").iterdir()) == ["4", "4_v1", "4_v2"]
     assert not (tmp_path / "test").exists()
+
+
+def test_checked_variants_replay_each_draw_and_redraw_one_that_differs(tmp_path, capsys):
+    # Seed 1's first draw of task 1's variant 1 places the meat can where M3 cannot pick it (found by `homiebot
+    # collect`): the check replays it, rejects it and draws again.
+    assert main(["tasks", "build", "--data", str(tmp_path), "--split", "train", "--tasks", "1", "--variants", "1",
+                 "--seed", "1", "--check-variants", "--redraws", "1"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "variant draw" in line]
+    assert lines[0].startswith("task 1 variant draw: ") and "differ, drawn again: step 4 [Pick" in lines[0]
+    assert len(lines) == 2
+    written = (tmp_path / "train" / "1_v1").is_dir()
+    assert written == lines[1].endswith("as designed")
 
 
 def test_the_replay_expert_answers_every_block_in_order_failures_included():

@@ -51,7 +51,8 @@ def test_tasks_check_replays_in_the_chosen_setting(monkeypatch):
     import homiebot.expert_check
 
     seen = []
-    monkeypatch.setattr(homiebot.expert_check, "replay", lambda definition, scene, setting: seen.append(setting) or [])
+    monkeypatch.setattr(homiebot.expert_check, "replay",
+                        lambda definition, scene, backend, setting: seen.append(setting) or [])
     assert cli.main(["tasks", "check", "--tasks", "91", "--setting", "no_background"]) == 0
     assert seen == ["no_background"]
 

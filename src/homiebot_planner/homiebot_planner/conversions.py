@@ -50,8 +50,9 @@ def observation_from_response(response: GetObservation.Response, decode_images: 
         message = getattr(response, view)
         if message.height and message.width:
             images[view] = image_to_array(message)
-    visible = {item.view: list(item.names) for item in response.visible if item.view in VIEW_ORDER}
-    return Observation(images=images, visible=visible)
+    seen = [item for item in response.visible if item.view in VIEW_ORDER]
+    return Observation(images=images, visible={item.view: list(item.names) for item in seen},
+                       locations={item.view: list(item.locations) for item in seen})
 
 
 def step_record(episode_id: str, instruction: str, run_index: int, planner_name: str, observation_mode: str,
@@ -68,8 +69,9 @@ def step_record(episode_id: str, instruction: str, run_index: int, planner_name:
     record.end_reason = step.end_reason.value if step.end_reason is not None else ""
     record.error_msg = step.error_msg
     record.views = list(views)
-    record.visible = [VisibleObjects(view=view, names=list(step.visible.get(view, ()))) for view in VIEW_ORDER
-                      if view in step.visible]
+    record.visible = [VisibleObjects(view=view, names=list(step.visible.get(view, ())),
+                                     locations=list(step.locations.get(view, ())))
+                      for view in VIEW_ORDER if view in step.visible]
     decision, execution = step.decision, step.execution
     if decision is not None:
         record.raw_output = decision.raw_output

@@ -31,6 +31,7 @@ from homiebot_planner.prompts import (
     build_user_message,
     display_name,
     in_context_example,
+    shown_objects,
     system_prompt,
 )
 
@@ -55,6 +56,9 @@ class PlannerConfig:
         release_image_order: send the views as left, back, right, front as the release did (the prompt still
             says front, left, back, right); off by default.
         display_names: show text-only planners readable aliases (`apple`) instead of canonical ids (`013_apple`).
+        object_locations: show text-only planners where each visible small object rests (`apple (on sofa)`), the
+            relation an image shows; a model trained here decides by its planner_prompt.json instead (shown as in
+            its training data).
         hand_rules: constrained decoding also forbids Pick/Open/Close with a full hand and Put with an empty one.
         object_rules: constrained decoding lets Pick take only small objects and Open/Close only furniture.
         no_repeat: constrained decoding does not offer the previous subtask again (its outcome would repeat), unless
@@ -71,6 +75,7 @@ class PlannerConfig:
     require_valid: bool = False
     release_image_order: bool = False
     display_names: bool = True
+    object_locations: bool = True
     hand_rules: bool = True
     object_rules: bool = True
     no_repeat: bool = True
@@ -102,10 +107,13 @@ class Observation:
     Attributes:
         images: view name ("front", "left", "back", "right") -> HxWx3 uint8 RGB image; empty when not available.
         visible: view name -> names visible in that view (canonical names from the simulator's segmentation).
+        locations: view name -> parallel to `visible`: where each small object rests ("on <canonical>",
+            "in <canonical>", "" for furniture and objects on the floor); empty when not reported.
     """
 
     images: Mapping[str, np.ndarray] = field(default_factory=dict)
     visible: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    locations: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,14 +175,16 @@ class Planner:
         """"images" or "text": what this planner's backend sees."""
         return self.backend.observation_mode
 
-    def _names(self, names: Sequence[str]) -> list[str]:
-        if not self.config.display_names:
-            return list(names)
-        return [display_name(name, self._alias_table) for name in names]
+    def _shown(self, name: str) -> str:
+        return display_name(name, self._alias_table) if self.config.display_names else name
 
     def visible_names(self, observation: Observation) -> dict[str, list[str]]:
-        """The visible names per view as the planner shows them (display names unless turned off)."""
-        return {view: list(dict.fromkeys(self._names(observation.visible.get(view, ())))) for view in VIEW_ORDER}
+        """The text observation per view: visible names as the planner shows them (display names unless turned
+        off), small objects with where they rest (`shown_objects`)."""
+        shown = self.config.object_locations if self.backend.object_locations is None else self.backend.object_locations
+        locations = observation.locations if shown else {}
+        return {view: shown_objects(observation.visible.get(view, ()), locations.get(view, ()), self._shown)
+                for view in VIEW_ORDER}
 
     def constraints(self, observation: Observation) -> DecodingConstraints:
         """What constrained decoding may choose from in this observation."""
@@ -183,7 +193,7 @@ class Planner:
         containers: dict[str, None] = {}
         for view in VIEW_ORDER:
             for canonical in observation.visible.get(view, ()):
-                shown = self._names([canonical])[0]
+                shown = self._shown(canonical)
                 visible[shown] = None
                 if not is_small_object(canonical):
                     receptacles[shown] = None

@@ -8,7 +8,7 @@ wording of the protocol's content points.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -104,11 +104,27 @@ def request_line(variant: str) -> str:
     return REQUEST_LINES[variant]
 
 
+def shown_objects(names: Sequence[str], locations: Sequence[str], name_of: Callable[[str], str]) -> list[str]:
+    """One view's entries for the text observation: each name as `name_of` shows it, a small object with where it
+    rests (`apple (on desk)`, `milk (in fridge)`), repeated entries once.
+
+    Args:
+        names: canonical names, nearest first.
+        locations: parallel to `names`: "on <canonical>", "in <canonical>" or "" (missing entries count as "").
+        name_of: canonical -> shown name.
+    """
+    entries = []
+    for index, name in enumerate(names):
+        relation, _, receptacle = (locations[index] if index < len(locations) else "").partition(" ")
+        entries.append(f"{name_of(name)} ({relation} {name_of(receptacle)})" if receptacle else name_of(name))
+    return list(dict.fromkeys(entries))
+
+
 def format_visible_objects(visible: Mapping[str, Sequence[str]]) -> str:
     """The text observation block given to text-only planners instead of the four images.
 
     Args:
-        visible: view name ("front", "left", "back", "right") -> names visible in it (display names).
+        visible: view name ("front", "left", "back", "right") -> entries visible in it (`shown_objects`).
 
     Returns:
         `Visible objects:` followed by one line per view in the documented order, each ending in a newline.

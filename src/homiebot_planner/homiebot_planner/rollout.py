@@ -103,6 +103,7 @@ class EpisodeStep:
         inventory_before: held objects before the step.
         views: the views after the step (those seen before it for End and markers).
         visible: the names visible per view (canonical) in the observation the step was planned on.
+        locations: parallel to `visible`: where each small object rested ("on <canonical>", "in ...", "").
         end_reason: the run's end reason when this is its last record, None otherwise.
         error_msg: the fault's detail when the run ended with EndReason.ERROR, "" otherwise.
     """
@@ -113,6 +114,7 @@ class EpisodeStep:
     inventory_before: tuple[str, ...]
     views: Sequence[Any] = ()
     visible: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    locations: Mapping[str, Sequence[str]] = field(default_factory=dict)
     end_reason: EndReason | None = None
     error_msg: str = ""
 
@@ -202,6 +204,7 @@ class _EpisodeLoop:
         self.steps = 0
         self.views: Sequence[Any] = ()
         self.visible: Mapping[str, Sequence[str]] = {}
+        self.locations: Mapping[str, Sequence[str]] = {}
 
     def run(self, max_steps: int) -> EpisodeResult:
         try:
@@ -213,6 +216,7 @@ class _EpisodeLoop:
         while True:
             self.views = observed.views
             self.visible = observed.observation.visible
+            self.locations = observed.observation.locations
             if self.cancel.is_set():
                 return self._marker(None, EndReason.CANCELLED, "cancelled")
             inventory_before = tuple(self.planner.memory.inventory)
@@ -264,7 +268,7 @@ class _EpisodeLoop:
         reason, message, source = end if end is not None else (None, "", None)
         self.recorder.record(EpisodeStep(
             number=decision.round_number, decision=decision, execution=execution, inventory_before=inventory_before,
-            views=views, visible=self.visible, end_reason=reason,
+            views=views, visible=self.visible, locations=self.locations, end_reason=reason,
             error_msg=message if reason is EndReason.ERROR else ""))
         if reason is None:
             return None, observed
@@ -277,6 +281,6 @@ class _EpisodeLoop:
         self.recorder.record(EpisodeStep(
             number=self.planner.memory.next_round if decision is None else decision.round_number,
             decision=decision, execution=None, inventory_before=inventory, views=self.views, visible=self.visible,
-            end_reason=reason,
+            locations=self.locations, end_reason=reason,
             error_msg=message if reason is EndReason.ERROR else ""))
         return EpisodeResult(reason, self.steps, message, source)

@@ -66,6 +66,8 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     "hand_rules": True,
     "object_rules": True,
     "no_repeat": True,
+    # Text observations: where each visible small object rests (`apple (on sofa)`).
+    "object_locations": True,
     # Constrained decoding for local backends: auto = on for homiebot and smollm2, off for hf.
     "constrained_decoding": "auto",
     "analysis_max_tokens": 48,
@@ -271,7 +273,7 @@ def build_settings(values: Mapping[str, Any]) -> Settings:
         request_variant=merged["request_variant"], temperature=temperature, max_new_tokens=max_new_tokens,
         require_valid=bool(merged["require_valid"]), release_image_order=bool(merged["release_image_order"]),
         hand_rules=bool(merged["hand_rules"]), object_rules=bool(merged["object_rules"]),
-        no_repeat=bool(merged["no_repeat"]), parser=parser,
+        no_repeat=bool(merged["no_repeat"]), object_locations=bool(merged["object_locations"]), parser=parser,
     )
     return Settings(node=node, planner=planner, backend=backend_config(merged),
                     in_context_example=_tri_state("in_context_example", merged["in_context_example"]))

@@ -35,10 +35,11 @@ def test_rgb_bgr_and_alpha_with_row_padding() -> None:
 def test_observation_from_response() -> None:
     response = GetObservation.Response()
     response.front = _image(np.zeros((4, 4, 3), np.uint8), "rgb8")
-    response.visible = [VisibleObjects(view="front", names=["013_apple"]), VisibleObjects(view="up", names=["x"])]
+    response.visible = [VisibleObjects(view="front", names=["013_apple"], locations=["in fridge"]),
+                        VisibleObjects(view="up", names=["x"])]
     observation = observation_from_response(response)
     assert list(observation.images) == ["front"] and observation.images["front"].shape == (4, 4, 3)
-    assert observation.visible == {"front": ["013_apple"]}
+    assert observation.visible == {"front": ["013_apple"]} and observation.locations == {"front": ["in fridge"]}
     text_only = observation_from_response(response, decode_images=False)  # a text-only planner skips the pixels
     assert not text_only.images and text_only.visible == observation.visible
 
@@ -52,10 +53,12 @@ def test_step_record_fields() -> None:
                           target_canonical="013_apple", place_instance="fridge_0", place_canonical="fridge",
                           seconds=2.0)
     step = EpisodeStep(number=3, decision=decision, execution=execution, inventory_before=("apple",),
-                       visible={"front": ["frl_apartment_refrigerator"], "back": []})
+                       visible={"front": ["frl_apartment_refrigerator", "013_apple"], "back": []},
+                       locations={"front": ["", "in frl_apartment_refrigerator"], "back": []})
     record = step_record("91", "i", 2, "mock", "text", step)
-    assert [(item.view, list(item.names)) for item in record.visible] == [
-        ("front", ["frl_apartment_refrigerator"]), ("back", [])]
+    assert [(item.view, list(item.names), list(item.locations)) for item in record.visible] == [
+        ("front", ["frl_apartment_refrigerator", "013_apple"], ["", "in frl_apartment_refrigerator"]),
+        ("back", [], [])]
     assert (record.step, record.subtask.action, record.subtask.target, record.subtask.place, record.subtask.model) == (
         3, "Put", "apple", "fridge", "RT-1-X")
     assert (record.inventory_before, record.inventory_after, record.error_type) == (["apple"], [], "E2")

@@ -136,6 +136,25 @@ def test_a_checkpoint_trained_without_a_system_turn_is_prompted_without_one(tiny
         HFBackend(HFConfig(model_path=str(trained)))
 
 
+def test_a_checkpoint_shows_object_locations_as_its_training_data_did(tiny_models: dict[str, Path],
+                                                                       tmp_path: Path) -> None:
+    trained = tmp_path / "trained"
+    shutil.copytree(tiny_models["adapter"], trained)
+    observation = Observation(visible={"front": ["013_apple"]}, locations={"front": ["on frl_apartment_sofa"]})
+    cases = [({"system_prompt": None}, "front: apple\n"),  # a record from before locations existed: none
+             ({"system_prompt": None, "object_locations": True}, "front: apple (on sofa)\n"),
+             ({"system_prompt": None, "object_locations": False}, "front: apple\n")]
+    for record, line in cases:
+        (trained / "planner_prompt.json").write_text(json.dumps(record))
+        planner = Planner(HFBackend(HFConfig(model_path=str(trained))), "t", PlannerConfig(object_locations=True))
+        assert line in planner.user_message(observation)
+    untrained = Planner(HFBackend(HFConfig(model_path=str(tiny_models["lm"]))), "t")  # no record: the setting decides
+    assert "front: apple (on sofa)\n" in untrained.user_message(observation)
+    (trained / "planner_prompt.json").write_text(json.dumps({"system_prompt": None, "object_locations": "yes"}))
+    with pytest.raises(BackendError, match="object_locations must be true or false"):
+        HFBackend(HFConfig(model_path=str(trained)))
+
+
 def test_four_bit_loading(tiny_models: dict[str, Path]) -> None:
     pytest.importorskip("bitsandbytes")
     backend = HFBackend(HFConfig(model_path=str(tiny_models["lm"]), load_in_4bit=True, constrained=True,

@@ -128,6 +128,18 @@ def test_text_mode_gets_display_names_and_constraints() -> None:
     assert request.constraints.object_rules and request.constraints.repeated == ()
 
 
+def test_text_mode_says_where_small_objects_rest_unless_turned_off() -> None:
+    observation = Observation(visible={"front": ["013_apple", "frl_apartment_sofa", "013_apple"]},
+                              locations={"front": ["on frl_apartment_sofa", "", "in frl_apartment_refrigerator"]})
+    with_locations = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK)
+    assert with_locations.user_message(observation).startswith(
+        "Visible objects:\nfront: apple (on sofa), sofa, apple (in fridge)\nleft: None\n")
+    assert with_locations.constraints(observation).visible == ("apple", "sofa")
+    plain = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK,
+                    PlannerConfig(object_locations=False))
+    assert plain.user_message(observation).startswith("Visible objects:\nfront: apple, sofa\nleft: None\n")
+
+
 @pytest.mark.parametrize(("success", "feedback", "repeated"), [
     (True, None, ("Go to, fridge",)),
     (False, "Unable to go to, the target is far away", ("Go to, fridge",)),

@@ -11,6 +11,7 @@ from homiebot_planner.prompts import (
     build_user_message,
     display_name,
     format_visible_objects,
+    shown_objects,
     in_context_example,
     request_line,
     system_prompt,
@@ -60,6 +61,13 @@ def test_text_observation_block_precedes_the_fields() -> None:
         "Task: t\nInventory: None\nHistorical Execution: None\nFeedback: None\n" + LIVE
     )
     assert format_visible_objects({}) == "Visible objects:\nfront: None\nleft: None\nback: None\nright: None\n"
+
+
+def test_shown_objects_say_where_small_objects_rest() -> None:
+    names = ["013_apple", "frl_apartment_sofa", "013_apple", "013_apple", "025_mug"]
+    locations = ["on frl_apartment_sofa", "", "in fridge", "on frl_apartment_sofa"]  # the mug's is missing: ""
+    assert shown_objects(names, locations, display_name) == ["apple (on sofa)", "sofa", "apple (in fridge)", "mug"]
+    assert shown_objects(names, [], str.upper) == ["013_APPLE", "FRL_APARTMENT_SOFA", "025_MUG"]
 
 
 def test_history_entry_format() -> None:

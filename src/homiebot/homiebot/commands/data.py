@@ -25,9 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                         "rewritten variants of every trajectory")
     build.add_argument("--no-images", dest="images", action="store_false",
                        help="text-only samples: no image lists, no <image> tokens, images need not exist")
-    build.add_argument("--prompt-style", choices=("release", "planner"), default="release",
+    build.add_argument("--prompt-style", choices=("release", "planner", "planner_names"), default="release",
                        help="human turns as in the released SFT data (default) or as the run-time planner writes them, "
-                            "with the visible objects per view (text-only planners; needs `homiebot collect` output)")
+                            "with the visible objects per view and where the small ones rest (text-only planners; "
+                            "needs `homiebot collect` output); planner_names: the visible names only (HomieBot-135M "
+                            "v0.3, planner setting object_locations=false)")
     build.add_argument("--answers", dest="answer_style", choices=("analysis", "decision"), default="analysis",
                        help="SFT answers with the Analysis line (default, the paper's) or the decision only (Subtask "
                             "and Model, as DPO answers are): for small planners, which then plan without an Analysis")

@@ -1,7 +1,9 @@
 """`homiebot tasks build|check`: write the simulator's EMMOE task folders from their definitions, or replay them.
 
 `build` writes data/{train,test}/<id>/ (tasks 1-90 train, 91-100 test); with `--variants N` it also writes N seeded
-variants of every selected train task as data/train/<id>_v<n>/ (test tasks never get variants). `check` replays
+variants of every selected train task as data/train/<id>_v<n>/ (test tasks never get variants); with
+`--check-variants` each variant's expert is replayed in the simulator first and a draw whose steps differ from their
+design is drawn again (`--redraws` times at most, then the variant is left out). `check` replays
 every selected expert trajectory in the simulator (in-process) and reports each step whose outcome differs from its
 design (exit status 1 then); `--setting no_background` replays them with the sensor-only skills instead of M3.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from homiebot.task_definitions import TaskDefinition
@@ -33,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", type=int, default=0,
                         help="build: also write this many seeded variants of each selected train task")
     parser.add_argument("--seed", type=int, default=0, help="build: seed of the variants (default: %(default)s)")
+    parser.add_argument("--check-variants", action="store_true",
+                        help="build: replay each variant's expert in the simulator (M3 skills) and draw it again "
+                             "when a step differs from its design")
+    parser.add_argument("--redraws", type=int, default=4,
+                        help="build with --check-variants: draws after the first before a variant is left out "
+                             "(0-9, default: %(default)s)")
     parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
                         help="check: the skills that replay the experts, background (privileged M3) or "
                              "no_background (sensor-only); default: %(default)s")
@@ -57,7 +66,7 @@ def _selected(args: argparse.Namespace, known: list[int]) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     """Validate the definitions and write (or replay) the selected tasks."""
-    from homiebot.benchmark_tasks import TaskDefinitionError, build_tasks, build_variants, load_all, split_of
+    from homiebot.benchmark_tasks import TaskDefinitionError, build_tasks, load_all, split_of
     from homiebot.cli import UsageError
 
     try:
@@ -69,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             raise TaskDefinitionError("--variants: test tasks never get variants; select train tasks only")
         written = build_tasks(chosen, args.data)
         if args.variants:
-            written += build_variants(chosen, args.data, args.variants, args.seed)
+            written += _variants(chosen, args)
     except TaskDefinitionError as error:
         raise UsageError(str(error)) from error
     for directory in written:
@@ -77,9 +86,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _variants(definitions: dict[int, TaskDefinition], args: argparse.Namespace) -> list[Path]:
+    """Build the variants, replaying each draw first with --check-variants (the variants left out are printed)."""
+    from homiebot.benchmark_tasks import build_variants, split_of, variant_id
+
+    if not args.check_variants:
+        return build_variants(definitions, args.data, args.variants, args.seed)
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+
+    backend = MujocoBackend()
+
+    def check(definition: TaskDefinition, scene: Mapping[str, Any]) -> list[str]:
+        problems = _problems(definition, scene, "background", backend)
+        print(f"task {definition.task_id} variant draw: "
+              + ("as designed" if not problems else f"{len(problems)} differ, drawn again: {problems[0]}"), flush=True)
+        return problems
+
+    try:
+        written = build_variants(definitions, args.data, args.variants, args.seed, check=check, redraws=args.redraws)
+    finally:
+        backend.close()
+    wanted = [variant_id(task_id, number) for task_id in sorted(definitions) if split_of(task_id) == "train"
+              for number in range(1, args.variants + 1)]
+    missing = sorted(set(wanted) - {path.name for path in written})
+    if missing:
+        print(f"left out (no draw of {1 + args.redraws} replayed as designed): {', '.join(missing)}", flush=True)
+    return written
+
+
+def _problems(definition: TaskDefinition, scene: Mapping[str, Any], setting: str, backend: Any = None) -> list[str]:
+    """What differs from the definition in a drawn scene: misplaced objects, then replayed steps not as designed."""
+    from homiebot.expert_check import misplaced_objects, replay
+
+    return misplaced_objects(definition, scene) + [check.describe() for check in
+                                                   replay(definition, scene, backend=backend, setting=setting)
+                                                   if not check.as_designed]
+
+
 def _check(definitions: dict[int, TaskDefinition], setting: str) -> int:
     from homiebot.benchmark_tasks import TaskDefinitionError, scene_for
-    from homiebot.expert_check import misplaced_objects, replay
 
     differing = 0
     for task_id, definition in sorted(definitions.items()):
@@ -89,8 +134,7 @@ def _check(definitions: dict[int, TaskDefinition], setting: str) -> int:
             differing += 1
             print(f"task {task_id}: {error}", flush=True)
             continue
-        problems = misplaced_objects(definition, scene)
-        problems += [check.describe() for check in replay(definition, scene, setting=setting) if not check.as_designed]
+        problems = _problems(definition, scene, setting)
         differing += len(problems)
         print(f"task {task_id}: " + ("as designed" if not problems else f"{len(problems)} differ"), flush=True)
         for line in problems:

@@ -112,11 +112,14 @@ class PlannerBackend(ABC):
         name: backend and model, as it appears in StepRecord.planner (e.g. "smollm2", "openai:gpt-4o").
         observation_mode: "images" when the backend takes the four views, "text" for visible-object names.
         default_in_context_example: whether untuned use needs the one-example template by default.
+        object_locations: for a model trained here, whether its text observations said where objects rest (the
+            planner then shows them, or not, as in training); None: the planner's `object_locations` setting decides.
     """
 
     name: str = "backend"
     observation_mode: ObservationMode = "images"
     default_in_context_example: bool = False
+    object_locations: bool | None = None
 
     def start_episode(self, episode: EpisodeInfo) -> None:
         """Called before the first step of every episode (default: nothing to do).

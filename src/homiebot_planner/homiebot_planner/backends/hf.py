@@ -244,9 +244,10 @@ def load_local_model(config: HFConfig) -> LoadedModel:
     return LoadedModel(model=model, tokenizer=tokenizer, processor=processor)
 
 
-def trained_prompt(directory: Path) -> dict[str, str | None] | None:
+def trained_prompt(directory: Path) -> dict[str, Any] | None:
     """The prompt record of a checkpoint trained here ({"system_prompt": text or None, "answer_style": "analysis" or
-    "decision"}), None when it has none. Records written before answer styles existed mean "analysis".
+    "decision", "object_locations": bool}), None when it has none. Records written before answer styles existed mean
+    "analysis"; before object locations existed, no locations.
 
     Raises:
         BackendError: when the file exists but is malformed.
@@ -264,7 +265,10 @@ def trained_prompt(directory: Path) -> dict[str, str | None] | None:
     style = record.get("answer_style", "analysis")
     if style not in ANSWER_STYLES:
         raise BackendError(f"hf: {path}: answer_style must be one of {', '.join(ANSWER_STYLES)}, not {style!r}")
-    return {"system_prompt": prompt, "answer_style": style}
+    locations = record.get("object_locations", False)
+    if not isinstance(locations, bool):
+        raise BackendError(f"hf: {path}: object_locations must be true or false")
+    return {"system_prompt": prompt, "answer_style": style, "object_locations": locations}
 
 
 def _has_tokenizer(directory: Path) -> bool:
@@ -325,6 +329,7 @@ class HFBackend(PlannerBackend):
                                "(use observation mode 'text' or 'auto')")
         self.default_in_context_example = config.in_context_example
         self.trained_prompt = trained_prompt(Path(config.model_path).expanduser())
+        self.object_locations = None if self.trained_prompt is None else self.trained_prompt["object_locations"]
         decision_only = self.trained_prompt is not None and self.trained_prompt["answer_style"] == "decision"
         self.analysis_max_tokens = 0 if decision_only else config.analysis_max_tokens
         self.fast = FastDecoding(self.loaded.model, self.loaded.tokenizer, self.loaded.is_multimodal)

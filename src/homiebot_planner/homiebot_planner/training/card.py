@@ -74,7 +74,8 @@ def model_card(summary: dict[str, Any]) -> str:
         lines.append(f"- validation loss ({summary['data_counts'].get('validation_rows', '?')} held-out rows of "
                      f"tasks {', '.join(settings.get('validation_tasks') or ())}): {curve}")
     build = summary["data_counts"].get("build") or {}
-    lines += _planner_prompt_lines() if build.get("prompt_style") == "planner" else _release_prompt_lines(is_vlm)
+    lines += (_planner_prompt_lines() if build.get("prompt_style") in ("planner", "planner_names")
+              else _release_prompt_lines(is_vlm))
     lines += [
         "",
         "## Files and loading",
@@ -105,7 +106,7 @@ def _planner_prompt_lines() -> list[str]:
         "",
         "```",
         "Visible objects:",
-        "front: <names visible to the front, or None>",
+        "front: <names visible to the front, small objects with where they rest (apple (on sofa)), or None>",
         "left: ...", "back: ...", "right: ...",
         "Task: <task>",
         "Inventory: <held objects or None>",

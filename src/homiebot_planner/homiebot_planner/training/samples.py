@@ -33,7 +33,7 @@ from emmoe_eval.names import default_alias_table
 from emmoe_eval.protocol import format_subtask, parse_subtask
 
 from homiebot_planner.memory import PlannerMemory
-from homiebot_planner.prompts import build_user_message, display_name
+from homiebot_planner.prompts import build_user_message, display_name, shown_objects
 from homiebot_planner.training.trajectory import Trajectory, TrajectoryError, TrajectoryStep
 
 NO_VALUE = "None"
@@ -42,7 +42,7 @@ ACTION_SWAP: dict[str, str] = {"Pick": "Fetch", "Put": "Place", "Go to": "Move",
 DPO_KINDS: tuple[str, ...] = ("natural", "model", "order", "action")
 # "release": the human turn of the released SFT data (below); "planner": the run-time planner's user message with
 # the text observation (what a text-only planner trained here sees at run time).
-PROMPT_STYLES: tuple[str, ...] = ("release", "planner")
+PROMPT_STYLES: tuple[str, ...] = ("release", "planner", "planner_names")
 # "analysis": the paper's SFT answer (Analysis, Subtask, Model lines); "decision": Subtask and Model only, the shape
 # of a DPO answer (a small planner then spends its training on the decision, and plans without writing an Analysis).
 ANSWER_STYLES: tuple[str, ...] = ("analysis", "decision")
@@ -105,26 +105,29 @@ def human_turn(trajectory: Trajectory, index: int) -> str:
             f"Feedback: {feedback}\n{SFT_REQUEST_LINE}")
 
 
-def planner_turns(trajectory: Trajectory) -> list[str]:
+def planner_turns(trajectory: Trajectory, locations: bool = True) -> list[str]:
     """The user message the run-time planner builds before each step, for prompt style "planner".
 
     The trajectory is replayed through the planner's own memory (history entries, feedback, inventory as the
     executor reported it) and `build_user_message` with the live request line, and every message starts with the
     text observation a text-only planner gets: the names visible per view when the step was planned (display
-    names, from the collected visible.json). Training on these is training on exactly what the planner shows.
+    names, from the collected visible.json), small objects with where they rested (locations.json; not with
+    `locations` False, prompt style "planner_names", the planner's `object_locations=false`). Training on these is
+    training on exactly what the planner shows.
 
     Raises:
-        TrajectoryError: when the trajectory was collected without visible objects.
+        TrajectoryError: when the trajectory was collected without visible objects or their locations.
     """
     memory = PlannerMemory(trajectory.task)
     table = default_alias_table()
     turns = []
     for step in trajectory.steps:
-        seen = trajectory.visible(step)
-        if seen is None:
-            raise TrajectoryError(f"{trajectory.source}: no visible.json beside it: the planner prompt style needs "
-                                  "the text observations `homiebot collect` records")
-        shown = {view: [display_name(name, table) for name in names] for view, names in seen.items()}
+        seen, rests = trajectory.visible(step), trajectory.locations(step) if locations else {}
+        if seen is None or rests is None:
+            raise TrajectoryError(f"{trajectory.source}: no visible.json and locations.json beside it: the planner "
+                                  "prompt style needs the text observations `homiebot collect` records")
+        shown = {view: shown_objects(names, rests.get(view, ()), lambda name: display_name(name, table))
+                 for view, names in seen.items()}
         turns.append(build_user_message(memory.task, memory.inventory, memory.history, memory.feedback,
                                         visible=shown))
         inventory = [] if step.inventory in ("", NO_VALUE) else step.inventory.split(" ")
@@ -140,8 +143,8 @@ def human_turns(trajectory: Trajectory, style: str = "release") -> list[str]:
     """
     if style == "release":
         return [human_turn(trajectory, index) for index in range(len(trajectory.steps))]
-    if style == "planner":
-        return planner_turns(trajectory)
+    if style in ("planner", "planner_names"):
+        return planner_turns(trajectory, locations=style == "planner")
     raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, not {style!r}")
 
 

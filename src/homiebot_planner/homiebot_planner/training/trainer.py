@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -193,7 +194,8 @@ def run_training(config: TrainConfig) -> TrainResult:
     main_process = trainer.is_world_process_zero()
     trainer.accelerator.wait_for_everyone()
     if main_process:
-        _save_checkpoint(config, trainer, processing_class, kind, on_gpu, data_counts["answer_style"])
+        _save_checkpoint(config, trainer, processing_class, kind, on_gpu,
+                         {key: data_counts[key] for key in ("answer_style", "object_locations")})
         output_dir = Path(config.output_dir)
         (output_dir / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         write_model_card(output_dir / "README.md", summary)
@@ -268,11 +270,13 @@ def _prepare_dataset(config: TrainConfig, data_dir: Path, kind: str) -> tuple[da
                               remove_columns=[name for name in dataset.column_names if name not in keep])
         analysed = any(row["completion"][0]["content"].startswith("Analysis:") for row in dataset)
         counts["answer_style"] = "analysis" if analysed else "decision"
+        counts["object_locations"] = counts.get("build", {}).get("prompt_style") == "planner"
     else:
         if not {"prompt", "chosen", "rejected"} <= set(dataset.column_names):
             raise TrainingSetupError(f"{data_dir}: not a DPO dataset (needs prompt, chosen and rejected columns)")
-        record = trained_prompt(Path(config.model))  # DPO keeps the answer style of the model it starts from
+        record = trained_prompt(Path(config.model))  # DPO keeps the prompt record of the model it starts from
         counts["answer_style"] = record["answer_style"] if record else "analysis"
+        counts["object_locations"] = bool(record and record["object_locations"])
         if "kind" in dataset.column_names:
             kinds = dataset["kind"]
             counts["kinds"] = {name: kinds.count(name) for name in sorted(set(kinds))}
@@ -392,15 +396,15 @@ def _make_trainer(config: TrainConfig, model: Any, processing_class: Any, datase
                       eval_dataset=validation, processing_class=processing_class, peft_config=peft_config)
 
 
-def _write_prompt_record(config: TrainConfig, directory: Path, answer_style: str) -> None:
-    """planner_prompt.json: the system turn used in training and the answers' style, so that the hf backend prompts
-    and decodes the model the same way."""
+def _write_prompt_record(config: TrainConfig, directory: Path, prompt: Mapping[str, Any]) -> None:
+    """planner_prompt.json: the system turn used in training, the answers' style and whether the text observations
+    said where objects rest (`prompt`), so that the hf backend prompts and decodes the model the same way."""
     directory.mkdir(parents=True, exist_ok=True)
-    record = {"system_prompt": config.system_prompt or None, "answer_style": answer_style}
+    record = {"system_prompt": config.system_prompt or None, **prompt}
     (directory / PROMPT_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 
-def _save_adapter(config: TrainConfig, trainer: Any, directory: Path, answer_style: str) -> None:
+def _save_adapter(config: TrainConfig, trainer: Any, directory: Path, prompt: Mapping[str, Any]) -> None:
     """The LoRA adapter (in `adapter_dtype`) and its prompt record."""
     trainer.model.save_pretrained(directory)
     if (Path(config.model) / ADAPTER_FILE).is_file():  # a stage over an adapter names that adapter as its base
@@ -415,19 +419,19 @@ def _save_adapter(config: TrainConfig, trainer: Any, directory: Path, answer_sty
         tensors = load_file(str(weights))
         save_file({name: tensor.to(getattr(torch, config.adapter_dtype)) for name, tensor in tensors.items()},
                   str(weights), metadata={"format": "pt"})
-    _write_prompt_record(config, directory, answer_style)
+    _write_prompt_record(config, directory, prompt)
 
 
 def _save_checkpoint(config: TrainConfig, trainer: Any, processing_class: Any, kind: str, on_gpu: bool,
-                     answer_style: str) -> None:
+                     prompt: Mapping[str, Any]) -> None:
     output_dir = Path(config.output_dir)
     if config.save == "adapter":
-        _save_adapter(config, trainer, output_dir, answer_style)
+        _save_adapter(config, trainer, output_dir, prompt)
         processing_class.save_pretrained(output_dir)
         return
     adapter_dir = output_dir / "adapter"
-    _save_adapter(config, trainer, adapter_dir, answer_style)
-    _write_prompt_record(config, output_dir, answer_style)
+    _save_adapter(config, trainer, adapter_dir, prompt)
+    _write_prompt_record(config, output_dir, prompt)
     if config.load_in_4bit:
         # Merging into 4-bit weights loses precision: reload the base unquantised and merge the saved adapter.
         import torch

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from emmoe_eval.dataset import VISIBLE_FILE, task_sort_key
+from emmoe_eval.dataset import LOCATIONS_FILE, VISIBLE_FILE, task_sort_key
 from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, classify_feedback, parse_subtask
 
 END_ACTION = "End"
@@ -115,17 +115,28 @@ class Trajectory:
         Raises:
             TrajectoryError: when visible.json cannot be read or lacks the step.
         """
-        path = self.source.parent / VISIBLE_FILE
+        return self._per_view(VISIBLE_FILE, "visible objects", step)
+
+    def locations(self, step: TrajectoryStep) -> dict[str, list[str]] | None:
+        """Parallel to `visible`: where each small object rested when `step` was planned, from the collected
+        `locations.json`; None when the task was not collected with them.
+
+        Raises:
+            TrajectoryError: when locations.json cannot be read or lacks the step.
+        """
+        return self._per_view(LOCATIONS_FILE, "object locations", step)
+
+    def _per_view(self, file_name: str, what: str, step: TrajectoryStep) -> dict[str, list[str]] | None:
+        path = self.source.parent / file_name
         if not path.is_file():
             return None
         try:
             table = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
-            raise TrajectoryError(f"{path}: cannot read the visible objects: {error}") from error
+            raise TrajectoryError(f"{path}: cannot read the {what}: {error}") from error
         seen = table.get(str(step.observation_number)) if isinstance(table, dict) else None
         if not isinstance(seen, dict):
-            raise TrajectoryError(f"{path}: no visible objects for block {step.observation_number} (collect the task "
-                                  "again)")
+            raise TrajectoryError(f"{path}: no {what} for block {step.observation_number} (collect the task again)")
         return {str(view): [str(name) for name in names] for view, names in seen.items()}
 
     def images(self, step: TrajectoryStep) -> tuple[Path, ...]:

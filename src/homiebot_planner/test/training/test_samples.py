@@ -131,23 +131,29 @@ def test_planner_style_turns_are_exactly_what_the_planner_builds_at_run_time(tmp
     folder.mkdir()
     (folder / "info.txt").write_text(TASK_1, encoding="utf-8")
     table = _visible_table(8)
+    # From step 3 on the apple rests on the sofa; the furniture has no location.
+    locations = {number: {view: ["on frl_apartment_sofa" if name == "013_apple" else "" for name in names]
+                          for view, names in seen.items()} for number, seen in table.items()}
     (folder / "visible.json").write_text(json.dumps(table), encoding="utf-8")
+    (folder / "locations.json").write_text(json.dumps(locations), encoding="utf-8")
     trajectory = parse_trajectory(TASK_1, folder / "info.txt", "1")
     turns = human_turns(trajectory, "planner")
 
     answers = tuple(full_answer(step) for step in trajectory.steps)
     planner = Planner(MockBackend(MockConfig(outputs=answers, observation_mode="text")), trajectory.task)
     for step, turn in zip(trajectory.steps, turns):
-        observation = Observation(visible=table[str(step.number)])
+        observation = Observation(visible=table[str(step.number)], locations=locations[str(step.number)])
         assert planner.user_message(observation) == turn
         decision = planner.decide(observation)
         inventory = [] if step.inventory == "None" else step.inventory.split(" ")
         planner.record_result(decision, step.succeeded, step.feedback, inventory)
     assert turns[0].startswith("Visible objects:\nfront: fridge, 013_apple_table\nleft: None\nback: sofa\nright: None\n")
-    assert "right: apple\n" in turns[2] and "(3) Pick, apple(fail)" in turns[3]
+    assert "right: apple (on sofa)\n" in turns[2] and "(3) Pick, apple(fail)" in turns[3]
 
 
 def test_planner_style_needs_the_collected_visible_objects(tmp_path: Path) -> None:
+    import json
+
     import pytest
 
     from homiebot_planner.training.trajectory import TrajectoryError
@@ -156,5 +162,8 @@ def test_planner_style_needs_the_collected_visible_objects(tmp_path: Path) -> No
     folder.mkdir()
     trajectory = parse_trajectory(TASK_1, folder / "info.txt", "1")
     with pytest.raises(TrajectoryError, match="no visible.json"):
+        human_turns(trajectory, "planner")
+    (folder / "visible.json").write_text(json.dumps(_visible_table(8)), encoding="utf-8")
+    with pytest.raises(TrajectoryError, match="locations.json"):
         human_turns(trajectory, "planner")
     assert human_turns(trajectory, "release")[0] == human_turn(trajectory, 0)

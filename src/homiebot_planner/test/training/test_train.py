@@ -152,8 +152,8 @@ def test_validation_tasks_are_held_out_and_the_adapter_is_saved_in_half_precisio
     assert steps == [2, 4] and all(loss > 0 for _, loss in result.summary["validation_losses"])
     with safe_open(str(tmp_path / "sft" / "adapter_model.safetensors"), "pt") as weights:
         assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float16"}
-    assert json.loads((tmp_path / "sft" / "planner_prompt.json").read_text()) == {"system_prompt": None,
-                                                                                   "answer_style": "analysis"}
+    assert json.loads((tmp_path / "sft" / "planner_prompt.json").read_text()) == {
+        "system_prompt": None, "answer_style": "analysis", "object_locations": False}  # release turns: no observation
 
 
 def test_dpo_over_an_sft_adapter_keeps_its_answer_style_and_stacks_on_it(built: Path, tmp_path: Path) -> None:
@@ -169,7 +169,8 @@ def test_dpo_over_an_sft_adapter_keeps_its_answer_style_and_stacks_on_it(built: 
 
     assert sft.summary["data_counts"]["answer_style"] == dpo.summary["data_counts"]["answer_style"] == "decision"
     for stage in ("sft", "dpo"):
-        assert json.loads((tmp_path / stage / "planner_prompt.json").read_text())["answer_style"] == "decision"
+        record = json.loads((tmp_path / stage / "planner_prompt.json").read_text())
+        assert record["answer_style"] == "decision" and record["object_locations"] is False
     named = json.loads((tmp_path / "dpo" / "adapter_config.json").read_text())["base_model_name_or_path"]
     assert named == str((tmp_path / "sft").resolve())  # the DPO stage sits on the SFT adapter, not on a copy
     backend = HFBackend(HFConfig(model_path=str(tmp_path / "dpo")))
