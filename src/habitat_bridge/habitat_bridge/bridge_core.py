@@ -8,9 +8,9 @@ habitat_bridge.bridge_node and unit-tested without a ROS graph.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np

@@ -41,7 +41,8 @@ MODEL_SWAP: dict[str, str] = {"NoMaD": "PixNav", "PixNav": "NoMaD", "octo": "RT-
 ACTION_SWAP: dict[str, str] = {"Pick": "Fetch", "Put": "Place", "Go to": "Move", "Open": "Pull", "Close": "Push"}
 DPO_KINDS: tuple[str, ...] = ("natural", "model", "order", "action")
 # "release": the human turn of the released SFT data (below); "planner": the run-time planner's user message with
-# the text observation (what a text-only planner trained here sees at run time).
+# the text observation (what a text-only planner trained here sees at run time), small objects with where they rest;
+# "planner_names": the same with the visible names only (HomieBot-135M v0.3's data).
 PROMPT_STYLES: tuple[str, ...] = ("release", "planner", "planner_names")
 # "analysis": the paper's SFT answer (Analysis, Subtask, Model lines); "decision": Subtask and Model only, the shape
 # of a DPO answer (a small planner then spends its training on the decision, and plans without writing an Analysis).
