@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from emmoe_eval.dataset import (
     INFO_FILE,
     KEYPATH_FILE,
+    LOCATIONS_FILE,
     SCENE_FILE,
     VIEWS,
-    LOCATIONS_FILE,
     VISIBLE_FILE,
     InfoTrajectory,
     Task,
@@ -153,7 +153,7 @@ def write_collected(task: Task, run_dir: Path, out: Path) -> list[Difference]:
     for name, key in ((VISIBLE_FILE, "visible"), (LOCATIONS_FILE, "locations")):
         table = {str(step.step): dict(getattr(step, key)) for step in executed if getattr(step, key) is not None}
         (target / name).write_text(json.dumps(table, indent=0), encoding="utf-8")
-    for index in range(1, len([step for step in steps if step.action]) + 1):
+    for index in range(1, len(executed) + 1):
         for view in VIEWS:
             source = run_dir / image_name(index, view)
             if source.is_file():
