@@ -82,12 +82,14 @@ class ApartmentConfig:
         required: objects placed in addition to the random draw (canonical names or ObjectRequests; repeats place
             several).
         attempts: layouts to try before giving up on reachability.
+        deep_drawers: the kitchen counter has pot drawers (model "deep_counter") that take tall objects.
     """
 
     min_objects: int = 14
     max_objects: int = 20
     required: tuple[str | ObjectRequest, ...] = ()
     attempts: int = 20
+    deep_drawers: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_objects <= self.max_objects:
@@ -136,8 +138,9 @@ class _Plan:
         return xmin, ymin, xmax, ymax
 
     def add(self, canonical: str, x: float, y: float, yaw: float, room: str, *, size: Sequence[float] | None = None,
-            elevation: float = 0.0, slots: Sequence[str] = ()) -> Furniture:
-        """Add a piece of a catalogue kind at a template pose, with articulations for the given slots."""
+            elevation: float = 0.0, slots: Sequence[str] = (), model: str = "") -> Furniture:
+        """Add a piece of a catalogue kind at a template pose, with articulations for the given slots (`model`
+        replaces the kind's geometry model)."""
         kind = catalog.FURNITURE_KINDS[canonical]
         name = self.name(kind.short_name)
         dimensions = tuple(size) if size is not None else kind.size
@@ -147,7 +150,7 @@ class _Plan:
             part_name = self.name("kitchen_drawer") if defaults.label == "drawer" else f"{name}_{defaults.label}"
             articulations.append(Articulation(part_name, slot, defaults.joint, (defaults.lower, defaults.upper),
                                               defaults.open_threshold, 0.0))
-        piece = Furniture(name, canonical, kind.model, self.pose(x, y, yaw), dimensions,  # type: ignore[arg-type]
+        piece = Furniture(name, canonical, model or kind.model, self.pose(x, y, yaw), dimensions,  # type: ignore[arg-type]
                           kind.color, room, elevation, tuple(articulations))
         self.furniture.append(piece)
         return piece
@@ -179,13 +182,13 @@ def _rooms_and_walls(plan: _Plan) -> tuple[list[Room], list[Wall]]:
     return rooms, walls
 
 
-def _furnish(plan: _Plan) -> None:
+def _furnish(plan: _Plan, deep_drawers: bool = False) -> None:
     rng = plan.rng
     # Kitchen: counter along the north wall, fridge at its east end, white cabinet on the west wall.
     counter = catalog.FURNITURE_KINDS["kitchen_counter"].size
     counter_x = 0.15 + counter[0] / 2 + rng.uniform(0.0, 0.15)
     plan.add("kitchen_counter", counter_x, DEPTH - WALL / 2 - counter[1] / 2 - 0.01, FACING_SOUTH, "kitchen_0",
-             slots=furniture.drawer_slots(counter[0]))
+             slots=furniture.drawer_slots(counter[0]), model="deep_counter" if deep_drawers else "")
     fridge = catalog.FURNITURE_KINDS["fridge"].size
     plan.add("fridge", counter_x + counter[0] / 2 + 0.08 + fridge[0] / 2, DEPTH - WALL / 2 - fridge[1] / 2 - 0.02,
              FACING_SOUTH, "kitchen_0", slots=("door",))
@@ -307,7 +310,7 @@ def generate_apartment(seed: int, config: ApartmentConfig | None = None) -> Scen
         rng = random.Random(f"apartment:{seed}:{attempt}")
         plan = _Plan(rng, mirror_x=rng.random() < 0.5, mirror_y=rng.random() < 0.5)
         rooms, walls = _rooms_and_walls(plan)
-        _furnish(plan)
+        _furnish(plan, config.deep_drawers)
         name = f"apartment_{seed}"
         bare = SceneSpec(name, seed, tuple(rooms), tuple(walls), tuple(plan.furniture), (),
                          RobotStart(Pose2D(*rooms[2].center, 0.0)))

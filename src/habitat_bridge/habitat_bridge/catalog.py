@@ -76,7 +76,7 @@ OBJECT_KINDS: dict[str, ObjectKind] = {kind.canonical: kind for kind in (
 
 # Furniture models the geometry module knows (see habitat_bridge.furniture).
 FURNITURE_MODELS: tuple[str, ...] = (
-    "table", "desk", "sofa", "chair", "tv_stand", "tv", "counter", "fridge", "cabinet", "shelf",
+    "table", "desk", "sofa", "chair", "tv_stand", "tv", "counter", "deep_counter", "fridge", "cabinet", "shelf",
 )
 
 

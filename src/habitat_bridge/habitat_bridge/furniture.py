@@ -8,7 +8,8 @@ rest, what a drawer looks like open, what the floor plan blocks) is answered fro
 
 Articulated parts ("slots"): the fridge and the white cabinet have one hinged "door"; the kitchen counter has drawer
 slots "drawer_0", "drawer_1", ... (how many depends on its length). A slot named in a spec's articulations becomes a
-moving part; other drawer slots are closed fronts.
+moving part; other drawer slots are closed fronts. The "deep_counter" model is the same counter with pot drawers: their
+floor lies lower and their walls stay low, so that tall objects (a cleanser bottle, a cracker box) fit in them.
 """
 
 from __future__ import annotations
@@ -117,9 +118,16 @@ class JointDefaults:
 DOOR_DEFAULTS = JointDefaults("hinge", 0.0, 2.0, 0.8, "door")
 DRAWER_DEFAULTS = JointDefaults("slide", 0.0, 0.45, 0.25, "drawer")
 
+# Models with the kitchen counter's drawer slots.
+COUNTER_MODELS: tuple[str, ...] = ("counter", "deep_counter")
 # Kitchen counter layout (metres).
 _COUNTER_TOP = 0.04
 _DRAWER_ZONE = 0.2
+# Pot drawers of the deep counter: 0.33 m free above the floor, walls 0.17 m high so that the arm reaches in.
+_DEEP_DRAWER_ZONE = 0.36
+_DEEP_DRAWER_WALL = 0.17
+# Free height kept between a drawer's load and the counter top it slides under.
+_DRAWER_HEADROOM = 0.04
 _SINK_WIDTH = 0.6
 _SINK_DEPTH = 0.4
 _SINK_FROM_LEFT = 0.55
@@ -146,7 +154,7 @@ def available_slots(model: str, size: Vec3) -> tuple[str, ...]:
     """Articulated slots a model offers at this size."""
     if model in ("fridge", "cabinet"):
         return ("door",)
-    if model == "counter":
+    if model in COUNTER_MODELS:
         return drawer_slots(size[0])
     return ()
 
@@ -159,7 +167,7 @@ def slot_defaults(model: str, slot: str) -> JointDefaults:
     """
     if model in ("fridge", "cabinet") and slot == "door":
         return DOOR_DEFAULTS
-    if model == "counter" and slot.startswith("drawer_"):
+    if model in COUNTER_MODELS and slot.startswith("drawer_"):
         return DRAWER_DEFAULTS
     raise ValueError(f"furniture model {model!r} has no articulated slot {slot!r}")
 
@@ -181,7 +189,7 @@ def furniture_geometry(model: str, size: Vec3, slots: tuple[str, ...] = ()) -> F
     """
     builders = {
         "table": _table, "desk": _desk, "sofa": _sofa, "chair": _chair, "tv_stand": _tv_stand, "tv": _tv,
-        "counter": _counter, "fridge": _fridge, "cabinet": _cabinet, "shelf": _shelf,
+        "counter": _counter, "deep_counter": _deep_counter, "fridge": _fridge, "cabinet": _cabinet, "shelf": _shelf,
     }
     if model not in builders:
         raise ValueError(f"unknown furniture model {model!r}; expected one of {', '.join(builders)}")
@@ -271,8 +279,14 @@ def _tv(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _
     return [frame, screen], [], []
 
 
-def _counter(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
-    top_z, zone_z = height - _COUNTER_TOP, height - _COUNTER_TOP - _DRAWER_ZONE
+def _deep_counter(length: float, depth: float, height: float, slots: tuple[str, ...]) -> _Parts:
+    return _counter(length, depth, height, slots, zone=_DEEP_DRAWER_ZONE, wall=_DEEP_DRAWER_WALL)
+
+
+def _counter(length: float, depth: float, height: float, slots: tuple[str, ...], zone: float = _DRAWER_ZONE,
+             wall: float | None = None) -> _Parts:
+    """The kitchen counter; `zone` is the drawers' height, `wall` their walls' (None: up to the counter top)."""
+    top_z, zone_z = height - _COUNTER_TOP, height - _COUNTER_TOP - zone
     front, back = -depth / 2, depth / 2
     sink_x = -length / 2 + _SINK_FROM_LEFT
     sx0, sx1 = sink_x - _SINK_WIDTH / 2, sink_x + _SINK_WIDTH / 2
@@ -315,13 +329,14 @@ def _counter(length: float, depth: float, height: float, slots: tuple[str, ...])
         static.append(_box(f"divider_{index}b", (x0 + 0.025 + _DRAWER_WIDTH, front + 0.02, zone_z),
                            (x0 + _DRAWER_PITCH, back - 0.02, top_z)))
         edges.append(x0 + _DRAWER_PITCH)
-        drawer = _drawer_boxes(slot, center_x, front, zone_z, top_z)
+        drawer = _drawer_boxes(slot, center_x, front, zone_z, top_z, wall)
         handle = (center_x, front - 0.02, (zone_z + top_z) / 2)
         if slot in slots:
             moving.append(MovingPart(slot, "slide", (0.0, -1.0, 0.0), (center_x, front, zone_z), tuple(drawer),
                                      handle))
             interior = Surface(slot, (center_x, front + 0.02 + _DRAWER_LENGTH / 2, zone_z + 0.03),
-                               (_DRAWER_WIDTH / 2 - 0.05, _DRAWER_LENGTH / 2 - 0.05), True, 0.13, part=slot)
+                               (_DRAWER_WIDTH / 2 - 0.05, _DRAWER_LENGTH / 2 - 0.05), True,
+                               round(zone - 0.03 - _DRAWER_HEADROOM, 3), part=slot)
             surfaces.append(interior)
         else:
             static.extend(box for box in drawer if box.name.endswith(("_front", "_handle")))
@@ -333,9 +348,11 @@ def _counter(length: float, depth: float, height: float, slots: tuple[str, ...])
     return static, moving, surfaces
 
 
-def _drawer_boxes(slot: str, center_x: float, front: float, zone_z: float, top_z: float) -> list[Box]:
+def _drawer_boxes(slot: str, center_x: float, front: float, zone_z: float, top_z: float,
+                  wall: float | None) -> list[Box]:
     half_w = _DRAWER_WIDTH / 2
     y0, y1 = front + 0.02, front + 0.02 + _DRAWER_LENGTH
+    wall_top = top_z - 0.03 if wall is None else zone_z + 0.015 + wall
     return [
         _box(f"{slot}_front", (center_x - half_w, front, zone_z + 0.005), (center_x + half_w, front + 0.02,
                                                                            top_z - 0.005)),
@@ -344,11 +361,11 @@ def _drawer_boxes(slot: str, center_x: float, front: float, zone_z: float, top_z
         _box(f"{slot}_bottom", (center_x - half_w + 0.01, y0, zone_z + 0.015), (center_x + half_w - 0.01, y1,
                                                                                 zone_z + 0.03)),
         _box(f"{slot}_side_0", (center_x - half_w + 0.01, y0, zone_z + 0.015), (center_x - half_w + 0.02, y1,
-                                                                                top_z - 0.03)),
+                                                                                wall_top)),
         _box(f"{slot}_side_1", (center_x + half_w - 0.02, y0, zone_z + 0.015), (center_x + half_w - 0.01, y1,
-                                                                                top_z - 0.03)),
+                                                                                wall_top)),
         _box(f"{slot}_back", (center_x - half_w + 0.01, y1 - 0.01, zone_z + 0.015), (center_x + half_w - 0.01, y1,
-                                                                                     top_z - 0.03)),
+                                                                                     wall_top)),
     ]
 
 

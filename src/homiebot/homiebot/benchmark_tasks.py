@@ -77,7 +77,7 @@ def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, 
     requests = tuple(ObjectRequest(item.canonical, item.receptacle, item.region) for item in definition.objects)
     draw = seed if seed is not None else definition.seed if definition.seed is not None else definition.task_id
     try:
-        spec = generate_apartment(draw, ApartmentConfig(required=requests))
+        spec = generate_apartment(draw, ApartmentConfig(required=requests, deep_drawers=definition.deep_drawers))
     except SceneSpecError as error:
         raise TaskDefinitionError(f"task {definition.task_id}: no scene for draw {draw}: {error}; name another seed "
                                   f"or fewer objects") from error

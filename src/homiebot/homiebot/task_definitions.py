@@ -91,6 +91,7 @@ class TaskDefinition:
         expert: the annotated trajectory (info.txt), designed failures included.
         seed: the apartment draw of the scene (default: the task id); a definition names another draw where the
             task id's layout leaves an expert step out of the skills' reach.
+        deep_drawers: the kitchen counter has pot drawers that take tall objects (a cracker box, a cleanser).
     """
 
     task_id: int
@@ -101,6 +102,7 @@ class TaskDefinition:
     keypaths: tuple[Keypath, ...]
     expert: tuple[ExpertStep, ...]
     seed: int | None = None
+    deep_drawers: bool = False
 
     @property
     def failures(self) -> tuple[ExpertStep, ...]:
@@ -260,9 +262,12 @@ def parse_definition(task_id: Any, data: Any, source: str) -> TaskDefinition:
     seed = data.get("seed")
     if seed is not None and not isinstance(seed, int):
         raise _fail(source, task_id, "seed", f"expected an integer apartment draw, got {seed!r}")
+    deep_drawers = data.get("deep_drawers", False)
+    if not isinstance(deep_drawers, bool):
+        raise _fail(source, task_id, "deep_drawers", f"expected true or false, got {deep_drawers!r}")
     return TaskDefinition(task_id, str(data["instruction"]), _objects(data["objects"], source, task_id), clear,
                           opened, expand_keypaths(data["keypaths"], source, task_id),
-                          _expert(data["expert"], source, task_id), seed)
+                          _expert(data["expert"], source, task_id), seed, deep_drawers)
 
 
 def load_definitions(path: Path | str) -> dict[int, TaskDefinition]:

@@ -61,17 +61,11 @@ def test_committed_task_data_is_what_the_builder_writes(definitions, tmp_path):
                 f"data/{split}/{task_id}/{name} is stale: run `homiebot tasks build`"
 
 
-# Train tasks whose instruction puts an object taller than the kitchen drawers' 0.13 m clearance into a drawer
-# (5: master chef can, 24: cracker box, 28: bleach cleanser); they wait for deeper drawers in the simulator.
-BLOCKED = {5: "master chef can taller than a drawer", 24: "cracker box taller than a drawer",
-           28: "bleach cleanser taller than a drawer"}
-
-
 def test_counts_on_the_committed_definitions(definitions):
     """The paper's shape: 90 train and 10 test tasks, 870-1,060 expert subtasks over the 100 (966 in the paper),
     long-horizon tasks with at least ten, about 30-45 designed failures each followed by its re-plan, and the
     info.txt feedback of every block is the exact string of its designed error type."""
-    assert sorted(definitions) == sorted(set(range(1, 101)) - set(BLOCKED))
+    assert sorted(definitions) == list(range(1, 101))
     long_horizon = default_task_attributes().members["long-horizon"]
     for task_id, definition in definitions.items():
         if task_id in long_horizon:
@@ -83,7 +77,7 @@ def test_counts_on_the_committed_definitions(definitions):
         assert [classify_feedback(block.feedback) or "" for block in info.blocks] == \
                [step.expect for step in definition.expert], task_id
     subtasks = sum(len(definition.expert) for definition in definitions.values())
-    assert 870 - 10 * len(BLOCKED) <= subtasks <= 1060
+    assert 870 <= subtasks <= 1060
     failures = [step.expect for definition in definitions.values() for step in definition.failures]
     assert 30 <= len(failures) <= 45
     assert len(set(failures)) >= 6
@@ -159,6 +153,7 @@ def test_a_designed_failure_carries_its_feedback_and_keeps_the_inventory():
     ({"expert": [["[Wash, apple]", "RT-1-X", "x"], ["[End]", "None", "y"]]}, "unknown action 'Wash'"),
     ({"clear": ["sofa"]}, "clear[0]: 'sofa' is not a canonical"),
     ({"seed": "seven"}, "seed: expected an integer"),
+    ({"deep_drawers": "yes"}, "deep_drawers: expected true or false"),
 ])
 def test_invalid_definitions_name_the_field(change, message):
     with pytest.raises(TaskDefinitionError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -207,3 +202,23 @@ def test_a_checked_variant_is_drawn_again_until_the_check_passes_or_left_out(tmp
     assert never == [] and not (tmp_path / "never" / "train").exists()
     with pytest.raises(TaskDefinitionError, match="0-9 redraws"):
         build_variants({7: train}, tmp_path, 1, check=lambda *_: [], redraws=10)
+
+
+def test_tall_objects_go_into_the_deep_drawers_of_their_tasks(definitions):
+    """Tasks 5, 24 and 28 put a can, a cracker box and a cleanser bottle into a drawer: their counters have pot
+    drawers with room for them; every other task keeps the shallow drawers."""
+    from habitat_bridge.catalog import OBJECT_KINDS
+    from habitat_bridge.scene_spec import SceneSpec
+
+    deep = {task_id for task_id, definition in definitions.items() if definition.deep_drawers}
+    assert deep == {5, 24, 28}
+    for task_id, tall in ((5, "002_master_chef_can"), (24, "003_cracker_box"), (28, "021_bleach_cleanser")):
+        spec = SceneSpec.from_dict(_scene(task_id))
+        counter = next(piece for piece in spec.furniture if piece.canonical == "kitchen_counter")
+        assert counter.model == "deep_counter"
+        drawers = [surface for surface in counter.geometry.surfaces if surface.part]
+        assert drawers and all(surface.clearance >= OBJECT_KINDS[tall].size[2] + 0.03 for surface in drawers)
+    shallow = SceneSpec.from_dict(_scene(91))
+    counter = next(piece for piece in shallow.furniture if piece.canonical == "kitchen_counter")
+    assert counter.model == "counter"
+    assert {surface.clearance for surface in counter.geometry.surfaces if surface.part} == {0.13}
