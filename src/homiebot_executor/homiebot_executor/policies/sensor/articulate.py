@@ -164,8 +164,8 @@ def stance_before(ctx: SensorContext, handle: Handle) -> tuple[float, float]:
 
 def outer_side_of_panel(ctx: SensorContext, name: str
                         ) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """A free standing spot on the far side of a door panel of `name` from the rest of the furniture, and the
-    panel's centre to face (None when no thin panel is seen or no spot is free)."""
+    """A free standing spot on the far side of a door panel of `name` from the rest of the furniture, in sight of
+    it, and the panel's centre to face (None when no thin panel is seen or no such spot is free)."""
     sightings = ctx.find(name)
     for sighting in sightings:
         flat = sighting.points[:, :2]
@@ -187,9 +187,13 @@ def outer_side_of_panel(ctx: SensorContext, name: str
         gx, gy = cell_centres(grid_planner)
         offset = np.hypot(gx - ideal[0], gy - ideal[1])
         cost = np.where(field_.reachable() & (offset < 0.5), offset, np.inf)
-        if np.isfinite(cost).any():
-            row, column = np.unravel_index(int(np.argmin(cost)), cost.shape)
-            return grid_planner.grid.center_of(int(column), int(row)), (float(centre[0]), float(centre[1]))
+        # Nearest the ideal spot first, among those that see the panel (no wall between).
+        in_front = (float(centre[0] + 0.4 * normal[0]), float(centre[1] + 0.4 * normal[1]))
+        for index in np.argsort(cost, axis=None)[:int(np.isfinite(cost).sum())]:
+            row, column = np.unravel_index(int(index), cost.shape)
+            spot = grid_planner.grid.center_of(int(column), int(row))
+            if grid_planner.line_free(spot, in_front):
+                return spot, (float(centre[0]), float(centre[1]))
     return None
 
 

@@ -6,9 +6,11 @@ other perceived point, close the fingers (they hold what lies between them), lif
 height is measured from its points and remembered for the Put. Success: the hand holds something afterwards.
 
 Put: find the receptacle, collect its upward-facing surface points (table tops, shelves, the floor of an open
-drawer) within reach with room above them for the held object, choose the one with the most surface around it,
-carry the object over it, release, let it settle and look: success when an object of the held category is seen
-resting within 0.15 m of the chosen point and the hand is empty.
+drawer) within reach with room above them for the held object, keep the height that covers the largest area (a
+sofa's seat, not its armrests; measured as area, not as a count of points, which favours what is near the camera),
+choose the point farthest inside that area's seen edges (up to 0.2 m), carry the object over it, release, let it
+settle and look: success when an object of the held category is seen resting within 0.15 m of the chosen point and
+the hand is empty.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import ndimage
 from scipy.spatial import cKDTree
 
 from homiebot_executor.perception.points import upward_normals
@@ -23,7 +26,7 @@ from homiebot_executor.policies import arm_motion as arm
 from homiebot_executor.policies.arm_ik import grasp_rotation
 from homiebot_executor.policies.attempt import Stop
 from homiebot_executor.policies.sensor.context import SensorContext, Sighting
-from homiebot_executor.policies.sensor.navigate import approach, drive, face, planner, spot_for
+from homiebot_executor.policies.sensor.navigate import approach, drive, face, planner, spot_for, standing_spot
 from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Standing band for the arm skills: from 0.3 m to 0.75 m from the thing's nearest point (preferred 0.5 m).
@@ -35,8 +38,11 @@ DEFAULT_HELD_HEIGHT = 0.15
 # Surfaces higher than this above the gripper's reach are not tried (metres).
 SURFACE_HEIGHTS = (0.05, 1.25)
 PLACED_WITHIN = 0.15
-# A place spot is judged by the surface seen within this radius of it (metres).
-SPOT_RADIUS = 0.15
+# Surfaces are measured on a grid of cells of this size (metres): by area, so that a near surface, which the camera
+# samples densely, does not outweigh a larger one farther away.
+SPOT_CELL = 0.05
+# A place spot this far inside the surface's seen edges is inside enough (metres); nearer the edge counts less.
+INSIDE_ENOUGH = 0.2
 
 
 def grasp_rotations(yaw: float, covered: bool = False) -> list[np.ndarray]:
@@ -142,7 +148,8 @@ def pick(ctx: SensorContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
 
 
 def surface_points(ctx: SensorContext, name: str) -> np.ndarray:
-    """Upward-facing points of the receptacle `name` in the last look (all views)."""
+    """Upward-facing points of the receptacle `name` in the last look (all views), at heights the hand can put
+    things on."""
     assert ctx.snapshot is not None
     observation = ctx.snapshot.observation
     chunks = []
@@ -153,8 +160,70 @@ def surface_points(ctx: SensorContext, name: str) -> np.ndarray:
     if not chunks:
         return np.zeros((0, 3))
     points: np.ndarray = np.concatenate(chunks)
-    kept: np.ndarray = points[np.isfinite(points).all(axis=1)]
+    points = points[np.isfinite(points).all(axis=1)]
+    kept: np.ndarray = points[(points[:, 2] > SURFACE_HEIGHTS[0]) & (points[:, 2] < SURFACE_HEIGHTS[1])]
     return kept
+
+
+def cell_area(points: np.ndarray, origin: np.ndarray) -> int:
+    """How many SPOT_CELL squares (counted from `origin`) the points' x, y cover."""
+    return len(np.unique(np.floor((points[:, :2] - origin[:2]) / SPOT_CELL).astype(int), axis=0))
+
+
+def edge_distances(level: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """How far (metres) each of `points` lies inside the area the level's points cover, from its nearest seen edge
+    (an occluded patch, where another object stands, is an edge too)."""
+    origin = level[:, :2].min(axis=0) - SPOT_CELL
+    cells = np.floor((level[:, :2] - origin) / SPOT_CELL).astype(int)
+    covered = np.zeros(tuple(cells.max(axis=0) + 2), bool)
+    covered[cells[:, 0], cells[:, 1]] = True
+    inside = ndimage.distance_transform_edt(covered) * SPOT_CELL
+    at = np.clip(np.floor((points[:, :2] - origin) / SPOT_CELL).astype(int), 0, np.array(covered.shape) - 1)
+    distances: np.ndarray = inside[at[:, 0], at[:, 1]]
+    return distances
+
+
+def main_level(points: np.ndarray) -> np.ndarray:
+    """The points at the height (within 2 cm) that covers the largest area: a sofa's seat rather than its armrests,
+    a drawer's floor rather than the tops of its walls."""
+    if not len(points):
+        return points
+    steps = np.round(points[:, 2] / 0.02)
+    best = max(np.unique(steps), key=lambda step: cell_area(points[np.abs(steps - step) <= 1], np.zeros(2)))
+    level: np.ndarray = points[np.abs(steps - best) <= 1]
+    return level
+
+
+def in_reach(ctx: SensorContext, points: np.ndarray) -> np.ndarray:
+    """The points the hand can put something on from where the base stands."""
+    x, y, _ = ctx.base()
+    planar = np.hypot(points[:, 0] - x, points[:, 1] - y)
+    kept: np.ndarray = points[(planar > 0.35) & (planar < ctx.config.reach - 0.05)]
+    return kept
+
+
+def step_inside_reach(ctx: SensorContext, name: str) -> None:
+    """When the hand reaches only the edge of the receptacle's surface from here (the end of a sofa), stand where it
+    reaches well inside it, and look again."""
+    level = main_level(surface_points(ctx, name))
+    if not len(level):
+        return
+    inside = edge_distances(level, level)
+    reachable = in_reach(ctx, level[inside >= INSIDE_ENOUGH])
+    deep = level[inside >= INSIDE_ENOUGH]
+    if len(reachable) or not len(deep):
+        return
+    grid_planner = planner(ctx)
+    x, y, _ = ctx.base()
+    field_ = grid_planner.geodesic_from(x, y)
+    cell = None if field_ is None else standing_spot(ctx, grid_planner, field_, deep, ARM_BAND)
+    if cell is None:
+        return
+    centre = deep.mean(axis=0)
+    ctx.phase("step_inside_reach")
+    drive(ctx, grid_planner.grid.center_of(*cell), (float(centre[0]), float(centre[1])))
+    face(ctx, centre)
+    ctx.look()
 
 
 def place_spot(ctx: SensorContext, name: str, held_height: float) -> np.ndarray:
@@ -163,39 +232,30 @@ def place_spot(ctx: SensorContext, name: str, held_height: float) -> np.ndarray:
     Raises:
         Stop: PLACE_FAILED when no surface point qualifies.
     """
-    surface = surface_points(ctx, name)
-    x, y, _ = ctx.base()
-    planar = np.hypot(surface[:, 0] - x, surface[:, 1] - y)
-    keep = (planar > 0.35) & (planar < ctx.config.reach - 0.05)
-    keep &= (surface[:, 2] > SURFACE_HEIGHTS[0]) & (surface[:, 2] < SURFACE_HEIGHTS[1])
-    candidates = surface[keep]
+    level = main_level(surface_points(ctx, name))
+    candidates = in_reach(ctx, level)
     if len(candidates) > 600:
         candidates = candidates[np.linspace(0, len(candidates) - 1, 600).astype(int)]
     if not len(candidates):
         raise Stop(SkillStatus.PLACE_FAILED, f"no free surface of {name} is seen within reach")
     cloud_points = ctx.cloud_points
     cloud = cKDTree(cloud_points) if len(cloud_points) else None
-    scores = []
-    surface_tree = cKDTree(surface[:, :2])
-    for point in candidates:
+    room = np.ones(len(candidates), bool)
+    for index, point in enumerate(candidates):
         # Room above: nothing within 6 cm across from 3 cm over the surface to the object's height + 6 cm.
         if cloud is not None:
             near = cloud.query_ball_point(point, held_height + 0.08)
             above = cloud_points[near] if near else np.zeros((0, 3))
-            blocked = above[(above[:, 2] > point[2] + 0.03) & (above[:, 2] < point[2] + held_height + 0.06)
-                            & (np.hypot(above[:, 0] - point[0], above[:, 1] - point[1]) < 0.06)]
-            if len(blocked):
-                scores.append(-1.0)
-                continue
-        level = surface[surface_tree.query_ball_point(point[:2], SPOT_RADIUS)]
-        scores.append(float(np.sum(np.abs(level[:, 2] - point[2]) < 0.02)))
-    score = np.array(scores)
-    if score.max() <= 0:
+            room[index] = not np.any((above[:, 2] > point[2] + 0.03) & (above[:, 2] < point[2] + held_height + 0.06)
+                                     & (np.hypot(above[:, 0] - point[0], above[:, 1] - point[1]) < 0.06))
+    if not room.any():
         raise Stop(SkillStatus.PLACE_FAILED, f"no surface of {name} within reach has room for the object")
-    # Well inside the surface (most of the surface around it, away from its edges), then a comfortable reach.
-    inner = np.nonzero(score >= 0.8 * score.max())[0]
-    reach = np.hypot(candidates[inner, 0] - x, candidates[inner, 1] - y)
-    spot: np.ndarray = candidates[inner[int(np.argmin(np.abs(reach - 0.6)))]]
+    # Well inside the surface (as far from its seen edges as it gets, up to INSIDE_ENOUGH), then a comfortable reach.
+    inside = np.where(room, np.minimum(edge_distances(level, candidates), INSIDE_ENOUGH), -1.0)
+    best = np.nonzero(inside >= inside.max() - 1e-6)[0]
+    x, y, _ = ctx.base()
+    reach = np.hypot(candidates[best, 0] - x, candidates[best, 1] - y)
+    spot: np.ndarray = candidates[best[int(np.argmin(np.abs(reach - 0.6)))]]
     return spot
 
 
@@ -205,6 +265,7 @@ def put(ctx: SensorContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
         return SkillStatus.PLACE_FAILED, "the hand is empty"
     held_height = ctx.held_height or DEFAULT_HELD_HEIGHT
     receptacle = within_reach(ctx, goal.place)
+    step_inside_reach(ctx, goal.place)
     spot = place_spot(ctx, goal.place, held_height)
     x, y, _ = ctx.base()
     yaw = math.atan2(spot[1] - y, spot[0] - x)
