@@ -1,4 +1,5 @@
-"""What the bridge node does, without rclpy: message conversions and the three service handlers.
+"""What the bridge node does, without rclpy: the control tick's timing, message conversions and the three service
+handlers.
 
 The handlers take a backend and a request message and fill the response; every failure becomes an error code and
 message in the response (never an exception), so the node stays up after a bad request. Used by
@@ -7,6 +8,7 @@ habitat_bridge.bridge_node and unit-tested without a ROS graph.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,11 +39,12 @@ class BridgeConfig:
         backend: "auto" (habitat when habitat_sim imports, else mujoco), "mujoco" or "habitat".
         scene_path: scene file loaded at start-up and by resets without a scene ("" = generated apartment).
         seed: seed of the start-up scene (-1: the scene's own; 0 for a generated apartment).
-        rate_hz: control loop rate; each tick advances the simulation by 1/rate_hz seconds.
-        camera_rate_hz: how often the four head views are published (0 = never; they stay available through
-            /sim/get_observation).
+        rate_hz: control loop rate; each tick steps the simulation by the control periods (1/rate_hz) since the
+            previous one, so that simulated time keeps pace with wall time (see TickPacer).
+        camera_rate_hz: how often the head views that someone subscribes to are rendered and published (0 = never;
+            they stay available through /sim/get_observation).
         publish_depth: publish depth images with the RGB views.
-        cmd_vel_timeout: seconds without /cmd_vel after which the base is stopped.
+        cmd_vel_timeout: seconds of simulated time without /cmd_vel after which the base is stopped.
         image_size: width and height of each view in pixels (mujoco backend).
         video_rate_hz: how often the head front view and the third-person view are published for recording videos
             (`/sim/head_front/image_raw`, `/sim/third_person/image_raw`), only while someone subscribes, also while
@@ -73,6 +76,74 @@ class BridgeConfig:
             raise ValueError(f"image_size must be within [16, 1024], got {self.image_size}")
         if not 0.0 <= self.video_rate_hz <= 30.0:
             raise ValueError(f"video_rate_hz must be within [0, 30], got {self.video_rate_hz}")
+
+
+# ---- the control tick ---------------------------------------------------------------------------------------------
+# The most simulated time one tick steps to catch up with wall time: a process stopped or starved for longer does not
+# make the simulation jump further at once.
+MAX_CATCH_UP_S = 0.25
+
+
+class TickPacer:
+    """How many control periods each tick steps, so that the free-running simulation keeps pace with wall time.
+
+    A timer tick that comes late (the process starved on a loaded machine, a camera frame holding the simulator)
+    steps the periods it missed, at most MAX_CATCH_UP_S of them; a fraction of a period is carried to the next tick.
+    Stepping a fixed period per tick instead slows simulated time down with the tick rate.
+    """
+
+    def __init__(self, period: float, now: float) -> None:
+        """`period`: seconds of one control period; `now`: the monotonic wall time pacing starts from."""
+        self.period = period
+        self._max_periods = max(1, round(MAX_CATCH_UP_S / period))
+        self._last = now
+        self._owed = 0.0
+
+    def periods(self, now: float) -> int:
+        """Whole periods due at monotonic wall time `now`. Call it on every tick, also on ticks that do not step
+        (paused), so that time spent paused is never owed."""
+        self._owed += max(0.0, now - self._last) / self.period
+        self._last = now
+        due = round(self._owed)
+        if due > self._max_periods:  # time beyond the catch-up limit is dropped, not owed
+            due, self._owed = self._max_periods, 0.0
+        else:
+            self._owed -= due
+        return due
+
+
+class BaseCommand:
+    """The base velocity the ticks apply: the latest /cmd_vel, until `timeout` seconds of simulated time pass
+    without a new one.
+
+    Measured in simulated time, so that a bridge falling behind wall time neither stops the base between commands
+    sent in time nor drives it on for longer than `timeout` of simulation after the last one. `receive` may run on
+    another thread than `due` and `stop` without a lock: it replaces one tuple.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        """`timeout`: seconds of simulated time a command holds."""
+        self.timeout = timeout
+        self._serials = itertools.count(1)
+        self._latest: tuple[int, tuple[float, float]] = (0, (0.0, 0.0))
+        self._seen = 0
+        self._since = -math.inf
+
+    def receive(self, forward: float, turn: float) -> None:
+        """A new command (m/s, rad/s)."""
+        self._latest = (next(self._serials), (forward, turn))
+
+    def due(self, sim_time: float) -> tuple[float, float]:
+        """The command to apply from simulated time `sim_time` on; a new command holds from the first tick that sees
+        it, and (0, 0) once it has timed out or the time went back (a reset)."""
+        serial, command = self._latest
+        if serial != self._seen:
+            self._seen, self._since = serial, sim_time
+        return command if 0.0 <= sim_time - self._since <= self.timeout else (0.0, 0.0)
+
+    def stop(self) -> None:
+        """Drop the latest command (a paused body drives the robot itself; no command outlives the pause)."""
+        self._seen, self._since = self._latest[0], -math.inf
 
 
 # The third-person camera of the videos: behind the robot and above it, looking over it (MuJoCo backend).

@@ -2,18 +2,23 @@
 
 Publishes `/head_camera/{front,left,back,right}/image_raw` (rgb8) and, with publish_depth,
 `/head_camera/{view}/depth/image_raw` (32FC1 metres), `/odom`, `/joint_states` and `/clock` (simulated time);
-subscribes `/cmd_vel` (linear.x forward, angular.z turn; the base stops when commands stop for cmd_vel_timeout);
-serves `/sim/reset_episode`, `/sim/get_observation` and `/sim/query_scene` (emmoe_interfaces). The simulation
-advances by 1/rate_hz per control tick. A bad request gets an error code in its response; the node keeps running.
+subscribes `/cmd_vel` (linear.x forward, angular.z turn; the base stops after cmd_vel_timeout of simulated time
+without commands); serves `/sim/reset_episode`, `/sim/get_observation` and `/sim/query_scene` (emmoe_interfaces).
+A bad request gets an error code in its response; the node keeps running.
+
+The simulation keeps pace with wall time: each control tick (rate_hz) steps the control periods since the previous
+one (at most bridge_core.MAX_CATCH_UP_S), so ticks that come late (a loaded machine; a camera frame or a service
+holding the simulator) do not slow simulated time down. A timer of its own (camera_rate_hz) renders the head views
+that someone subscribes to and publishes them after releasing the simulator.
 
 In-process users of the backend (skills composed into the same process, e.g. homiebot.sim_stack) share it
 through two public context managers:
-- `exclusive()`: holds the simulator lock that every tick, service and /cmd_vel callback holds, and yields the
+- `exclusive()`: holds the simulator lock that every tick, camera frame and service holds, and yields the
   backend: `with bridge.exclusive() as backend: backend.step(0.1)`. Re-entrant; the returned object can be kept and
   entered again and again (`PrivilegedSkills(bridge.backend, lock=bridge.exclusive())`).
-- `paused()`: pauses the free-running simulation for its body: ticks neither step the simulator, nor apply the
-  /cmd_vel time-out, nor render the cameras, and /cmd_vel is ignored; /clock, /odom and /joint_states keep being
-  published from the state the body steps to, and services are served between the body's exclusive() sections.
+- `paused()`: pauses the free-running simulation for its body: ticks do not step the simulator, the cameras are not
+  rendered, and /cmd_vel is ignored (no command from before outlives the pause); /clock, /odom and /joint_states keep
+  being published from the state the body steps to, and services are served between the body's exclusive() sections.
   Nestable. A skill that steps the simulator in its own (simulated) time runs inside `paused()` and takes
   `exclusive()` around each backend call.
 
@@ -101,9 +106,9 @@ class BridgeNode(Node):
         self.get_logger().info(f"{self.backend.name} backend, episode {episode}")
 
         group = ReentrantCallbackGroup()
-        self._image_publishers = {view: self.create_publisher(Image, camera_topic(view), 2) for view in VIEWS}
-        self._depth_publishers = ({view: self.create_publisher(Image, camera_topic(view, depth=True), 2)
-                                   for view in VIEWS} if self.config.publish_depth else {})
+        kinds = (False, True) if self.config.publish_depth else (False,)
+        self._camera_publishers = {(view, depth): self.create_publisher(Image, camera_topic(view, depth=depth), 2)
+                                   for view in VIEWS for depth in kinds}
         self._odom_publisher = self.create_publisher(Odometry, ODOM_TOPIC, 10)
         self._joint_publisher = self.create_publisher(JointState, JOINT_STATES_TOPIC, 10)
         self._clock_publisher = self.create_publisher(Clock, CLOCK_TOPIC, 10)
@@ -111,13 +116,15 @@ class BridgeNode(Node):
         self.create_service(ResetEpisode, RESET_EPISODE_SERVICE, self._on_reset, callback_group=group)
         self.create_service(GetObservation, GET_OBSERVATION_SERVICE, self._on_get_observation, callback_group=group)
         self.create_service(QueryScene, QUERY_SCENE_SERVICE, self._on_query_scene, callback_group=group)
-        self._last_cmd_vel = -float("inf")
-        self._command = (0.0, 0.0)
-        self._ticks = 0
-        self._camera_every = (max(1, round(self.config.rate_hz / self.config.camera_rate_hz))
-                              if self.config.camera_rate_hz > 0 else 0)
-        # Ticks in a group of their own: one at a time, never queued up behind each other on the simulator lock.
-        self.create_timer(1.0 / self.config.rate_hz, self._on_tick, callback_group=MutuallyExclusiveCallbackGroup())
+        self._base_command = bridge_core.BaseCommand(self.config.cmd_vel_timeout)
+        # Ticks and camera frames in groups of their own: spun by several threads (in-process users), one at a time
+        # each, never queued up behind each other on the simulator lock.
+        period = 1.0 / self.config.rate_hz
+        self._pacer = bridge_core.TickPacer(period, time.monotonic())
+        self.create_timer(period, self._on_tick, callback_group=MutuallyExclusiveCallbackGroup())
+        if self.config.camera_rate_hz > 0:
+            self.create_timer(1.0 / self.config.camera_rate_hz, self._on_camera_frame,
+                              callback_group=MutuallyExclusiveCallbackGroup())
         self._video_views = bridge_core.video_views(self.backend.views)
         self._video_publishers = {stream: self.create_publisher(Image, VIDEO_TOPICS[stream], 2)
                                   for stream in self._video_views}
@@ -126,8 +133,8 @@ class BridgeNode(Node):
 
     # ---- in-process access ---------------------------------------------------------------------------------------
     def exclusive(self) -> SimulatorAccess:
-        """The simulator to yourself: `with bridge.exclusive() as backend:` holds the lock every tick, service and
-        /cmd_vel callback of this node holds (see the module docstring). The returned object is reusable."""
+        """The simulator to yourself: `with bridge.exclusive() as backend:` holds the lock every tick, camera frame
+        and service of this node holds (see the module docstring). The returned object is reusable."""
         return SimulatorAccess(self._lock, self.backend)
 
     @contextmanager
@@ -149,44 +156,53 @@ class BridgeNode(Node):
 
     # ---- callbacks ----------------------------------------------------------------------------------------------
     def _on_cmd_vel(self, message: Twist) -> None:
-        """Keep the latest command; the next tick applies it. No simulator lock here: a command must never wait
-        behind a tick that renders the cameras (on a loaded machine the base stopped between late commands)."""
+        """Keep the latest command; the ticks apply it. No simulator lock here: a command never waits behind a tick or
+        a camera frame."""
         command = (float(message.linear.x), float(message.angular.z))
         if not all(math.isfinite(value) for value in command):
             self.get_logger().warning(f"ignored /cmd_vel: base velocity must be finite, got {command}")
             return
         if self._pauses:  # an int read: atomic; a paused body drives the robot itself
             return
-        self._command = command
-        self._last_cmd_vel = time.monotonic()
+        self._base_command.receive(*command)
 
     def _on_tick(self) -> None:
+        """Step the periods due with the base command due (not while paused); publish /clock, /odom, /joint_states."""
         try:
             with self._lock:
-                observation = None
-                if not self._pauses:
-                    fresh = time.monotonic() - self._last_cmd_vel <= self.config.cmd_vel_timeout
-                    self.backend.set_base_velocity(*(self._command if fresh else (0.0, 0.0)))
-                    self.backend.step(1.0 / self.config.rate_hz)
-                    self._ticks += 1
-                    if self._camera_every and self._ticks % self._camera_every == 0:
-                        observation = self.backend.observe(VIEWS, depth=self.config.publish_depth)
+                periods = self._pacer.periods(time.monotonic())
+                if self._pauses:
+                    self._base_command.stop()
+                elif periods:
+                    self.backend.set_base_velocity(*self._base_command.due(self.backend.time))
+                    self.backend.step(periods * self._pacer.period)
                 state = self.backend.robot_state()
             clock = Clock()
             clock.clock = bridge_core.stamp(state.time)
             self._clock_publisher.publish(clock)
             self._odom_publisher.publish(bridge_core.odometry_message(state))
             self._joint_publisher.publish(bridge_core.joint_state_message(state))
-            if observation is not None:
-                for view in VIEWS:
-                    frame = f"head_camera_{view}"
-                    self._image_publishers[view].publish(bridge_core.image_message(observation.rgb[view],
-                                                                                   observation.time, frame))
-                    if view in self._depth_publishers:
-                        self._depth_publishers[view].publish(bridge_core.image_message(observation.depth[view],
-                                                                                       observation.time, frame))
         except Exception as error:  # keep ticking; a reset recovers a broken episode
             self.get_logger().error(f"simulation tick failed: {bridge_core.describe_backend_error(error)}",
+                                    throttle_duration_sec=5.0)
+
+    def _on_camera_frame(self) -> None:
+        """Render the head views someone subscribes to (not while paused); publish them after releasing the
+        simulator."""
+        wanted = [key for key, publisher in self._camera_publishers.items() if publisher.get_subscription_count() > 0]
+        if self._pauses or not wanted:
+            return
+        views = {view for view, _ in wanted}
+        try:
+            with self._lock:
+                observation = self.backend.observe([view for view in VIEWS if view in views],
+                                                   depth=any(depth for _, depth in wanted))
+            for view, depth in wanted:
+                image = observation.depth[view] if depth else observation.rgb[view]
+                self._camera_publishers[view, depth].publish(bridge_core.image_message(image, observation.time,
+                                                                                       f"head_camera_{view}"))
+        except Exception as error:  # keep publishing; a reset recovers a broken episode
+            self.get_logger().error(f"camera frame failed: {bridge_core.describe_backend_error(error)}",
                                     throttle_duration_sec=5.0)
 
     def _on_video_tick(self) -> None:
@@ -232,8 +248,13 @@ class BridgeNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of `bridge_node` (a bad parameter or scene file: one line on stderr, exit status 2)."""
-    return spin_node(BridgeNode, args, num_threads=4, name="bridge_node", ready_line=READY_LINE)
+    """Entry point of `bridge_node` (a bad parameter or scene file: one line on stderr, exit status 2).
+
+    One thread: alone in its process, the node's callbacks are short or hold the simulator lock anyway. rclpy 9's
+    MultiThreadedExecutor submits a callback that waits in its thread pool again on every turn of its loop
+    (ros2/rclpy#1452): fed a /cmd_vel stream it took a whole core and the ticks came at a fraction of their rate.
+    """
+    return spin_node(BridgeNode, args, num_threads=1, name="bridge_node", ready_line=READY_LINE)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The bridge's service handlers and message conversions, without a ROS graph."""
+"""The bridge's tick timing, service handlers and message conversions, without a ROS graph."""
 
 from __future__ import annotations
 
@@ -148,3 +148,28 @@ def test_images_odometry_and_clock_conversions() -> None:
         bridge_core.BridgeConfig(rate_hz=0.0)
     with pytest.raises(ValueError, match="scene_path"):
         bridge_core.BridgeConfig(scene_path="/no/such/file.json")
+
+
+def test_ticks_step_the_periods_since_the_last_one_so_simulated_time_keeps_pace_with_wall_time() -> None:
+    pacer = bridge_core.TickPacer(0.02, now=100.0)
+    assert [pacer.periods(now) for now in (100.019, 100.041, 100.06)] == [1, 1, 1]  # on time: one period each
+    assert pacer.periods(100.16) == 5  # a tick 80 ms late steps the four periods it missed as well
+    assert sum(pacer.periods(100.16 + 0.013 * tick) for tick in range(1, 101)) == 65  # fractions carry over
+    late = pacer.periods(160.0)  # a process stopped for a minute catches up at most MAX_CATCH_UP_S at once
+    assert 0.2 < late * 0.02 <= bridge_core.MAX_CATCH_UP_S
+    assert pacer.periods(160.02) == 1  # and owes nothing of the rest
+
+
+def test_a_base_command_holds_for_its_time_out_in_simulated_time() -> None:
+    command = bridge_core.BaseCommand(timeout=0.5)
+    assert command.due(1.0) == (0.0, 0.0)  # nothing received yet
+    command.receive(0.4, 0.1)
+    assert command.due(2.0) == (0.4, 0.1)  # holds from the first tick that sees it, however late that comes
+    assert command.due(2.5) == (0.4, 0.1)
+    assert command.due(2.52) == (0.0, 0.0)  # 0.5 s of simulation without a new one
+    command.receive(0.2, 0.0)
+    assert command.due(2.6) == (0.2, 0.0)
+    assert command.due(0.02) == (0.0, 0.0)  # a reset took the time back
+    command.receive(0.3, 0.0)
+    command.stop()  # paused: the command from before does not outlive the pause
+    assert command.due(0.04) == (0.0, 0.0)
