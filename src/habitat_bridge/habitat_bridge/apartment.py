@@ -150,8 +150,8 @@ class _Plan:
             part_name = self.name("kitchen_drawer") if defaults.label == "drawer" else f"{name}_{defaults.label}"
             articulations.append(Articulation(part_name, slot, defaults.joint, (defaults.lower, defaults.upper),
                                               defaults.open_threshold, 0.0))
-        piece = Furniture(name, canonical, model or kind.model, self.pose(x, y, yaw), dimensions,  # type: ignore[arg-type]
-                          kind.color, room, elevation, tuple(articulations))
+        piece = Furniture(name, canonical, model or kind.model, self.pose(x, y, yaw),
+                          dimensions, kind.color, room, elevation, tuple(articulations))  # type: ignore[arg-type]
         self.furniture.append(piece)
         return piece
 

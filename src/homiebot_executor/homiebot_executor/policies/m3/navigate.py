@@ -18,7 +18,8 @@ from homiebot_executor.policies.navigation import BaseController, GeodesicField,
 from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Furniture models approached from their front face (doors, drawers, seats, open shelves face one way).
-FRONT_MODELS: tuple[str, ...] = ("counter", "deep_counter", "fridge", "cabinet", "shelf", "sofa", "tv_stand", "desk", "tv")
+FRONT_MODELS: tuple[str, ...] = ("counter", "deep_counter", "fridge", "cabinet", "shelf", "sofa", "tv_stand", "desk",
+                                 "tv")
 
 
 def planner(ctx: SkillContext) -> GridPlanner:

@@ -165,9 +165,9 @@ def surface_points(ctx: SensorContext, name: str) -> np.ndarray:
     return kept
 
 
-def cell_area(points: np.ndarray, origin: np.ndarray) -> int:
-    """How many SPOT_CELL squares (counted from `origin`) the points' x, y cover."""
-    return len(np.unique(np.floor((points[:, :2] - origin[:2]) / SPOT_CELL).astype(int), axis=0))
+def cell_area(points: np.ndarray) -> int:
+    """How many SPOT_CELL squares the points' x, y cover."""
+    return len(np.unique(np.floor(points[:, :2] / SPOT_CELL).astype(int), axis=0))
 
 
 def edge_distances(level: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -189,7 +189,7 @@ def main_level(points: np.ndarray) -> np.ndarray:
     if not len(points):
         return points
     steps = np.round(points[:, 2] / 0.02)
-    best = max(np.unique(steps), key=lambda step: cell_area(points[np.abs(steps - step) <= 1], np.zeros(2)))
+    best = max(np.unique(steps), key=lambda step: cell_area(points[np.abs(steps - step) <= 1]))
     level: np.ndarray = points[np.abs(steps - best) <= 1]
     return level
 
@@ -208,10 +208,8 @@ def step_inside_reach(ctx: SensorContext, name: str) -> None:
     level = main_level(surface_points(ctx, name))
     if not len(level):
         return
-    inside = edge_distances(level, level)
-    reachable = in_reach(ctx, level[inside >= INSIDE_ENOUGH])
-    deep = level[inside >= INSIDE_ENOUGH]
-    if len(reachable) or not len(deep):
+    deep = level[edge_distances(level, level) >= INSIDE_ENOUGH]
+    if not len(deep) or len(in_reach(ctx, deep)):
         return
     grid_planner = planner(ctx)
     x, y, _ = ctx.base()
