@@ -1,6 +1,6 @@
 """The sensor-only skills (no_background setting) on the real MuJoCo backend, in-process, through the bridge's
 sensor-only view: a whole expert run makes no privileged query, a privileged query ends an attempt with its own
-code, and the hand opens a drawer by its handle."""
+code, the hand opens a drawer by its handle, and a door open towards a wall is closed by its edge."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from homiebot.task_definitions import load_all  # noqa: E402
 from homiebot_executor.policies import arm_motion  # noqa: E402
 from homiebot_executor.policies.attempt import run_attempt  # noqa: E402
 from homiebot_executor.policies.m3 import PrivilegedSkills  # noqa: E402
+from homiebot_executor.policies.sensor import SensorSkills, articulate  # noqa: E402
 from homiebot_executor.policies.sensor.context import SensorConfig, SensorContext  # noqa: E402
 from homiebot_executor.skills import SkillGoal, SkillStatus  # noqa: E402
 
@@ -99,3 +100,26 @@ def test_the_hand_opens_a_drawer_by_its_handle_and_it_stays_open(definitions, ba
     backend.step(2.0)
     # Let go, the drawer's own actuator holds it where the hand left it.
     assert abs(backend.container_states([drawer])[0].position - pulled) < 0.05
+
+
+def test_a_door_open_towards_a_wall_is_closed_by_its_free_edge(definitions, backend, monkeypatch):
+    """Task 100's fridge is hinged beside the kitchen's partial wall: opened, its handle faces the wall where the robot
+    cannot stand. Sensor-only Close holds the panel's free edge instead and swings the door shut (set up with
+    privileged help: the door open as the sensor-only Open leaves it, the robot where the Put left it)."""
+    backend.reset(SceneSpec.from_dict(scene_for(definitions[100])))
+    backend.set_container_position("fridge_0_door", 1.32)
+    backend.teleport_base(6.59, 5.80, 1.04)
+    skills = SensorSkills(sensor_only.SensorOnlyRobot(backend))
+    edges = []
+    real_edge = articulate.panel_edge
+
+    def spied_edge(ctx, name):
+        edge = real_edge(ctx, name)
+        edges.append(edge)
+        return edge
+
+    monkeypatch.setattr(articulate, "panel_edge", spied_edge)
+    outcome = skills.run(SkillGoal("close", "fridge"))
+    assert outcome.success, outcome.message
+    assert edges and edges[0] is not None and edges[0].arc is not None
+    assert backend.container_states(["fridge_0_door"])[0].position < 0.8  # the release's open threshold

@@ -235,6 +235,26 @@ def test_doors_driven_to_their_open_target_settle_without_swinging_past_it(backe
     assert mjcf_builder.hinge_inertia(fridge) == pytest.approx(2.33, abs=0.05)
 
 
+def test_fingers_hold_handle_bars_and_a_hinged_panel_only_near_its_free_edge() -> None:
+    """The fridge door (hinged at its left edge): the bar anywhere, the panel within PANEL_EDGE_BAND of its right
+    (free) edge, never by the hinge or mid-panel; a drawer's front is held by its bar only."""
+    from habitat_bridge import furniture
+    from habitat_bridge.backends.mujoco_robot import PANEL_EDGE_BAND, holdable
+
+    [door] = furniture.furniture_geometry("fridge", (0.8, 0.72, 1.8), ("door",)).moving
+    pivot = np.asarray(door.pivot)
+    panel, bar = door.boxes
+    half_length = panel.half[0]
+
+    def holds(box: furniture.Box, x_from_centre: float, joint: str = "hinge") -> bool:
+        return holdable(box, pivot, joint, np.array([x_from_centre, 0.0, 0.0]))
+
+    assert holds(bar, 0.0)
+    assert holds(panel, half_length - 0.02) and holds(panel, half_length - PANEL_EDGE_BAND)
+    assert not holds(panel, 0.0) and not holds(panel, -half_length + 0.02)
+    assert not holds(panel, half_length - 0.02, joint="slide")
+
+
 def test_names_resolve_through_the_alias_table(fresh: MujocoBackend) -> None:
     assert fresh.resolve("red apple") == ["apple_0"]
     assert fresh.resolve("013_apple") == ["apple_0"]

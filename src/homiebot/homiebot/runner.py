@@ -445,9 +445,10 @@ def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], do
                     stack.start(config.startup_timeout_s)
                 try:
                     result = stack.run_task(task_id, run_index, config.max_steps, config.run_timeout_s)
+                    score = stack.wait_for_score(task_id, run_index)
                 except NodeDied as death:
-                    # The run is recorded as failed (what the evaluator has of it is scored), the stack restarts
-                    # and the remaining runs go on.
+                    # Mid-run, or after the run's result but before its score: the run is recorded as failed (what
+                    # the evaluator has of it is scored), the stack restarts and the remaining runs go on.
                     recorded = stack.close_runs_after_death(death.name)
                     with progress.lock:
                         progress.done += 1
@@ -461,7 +462,6 @@ def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], do
                     stack = stacks[index] = Stack(config, stack.domain_id, stack.label, echo_nodes)
                     stack.start(config.startup_timeout_s)
                     continue
-                score = stack.wait_for_score(task_id, run_index)
                 if score.end_reason == "error" and score.error_msg.startswith(WRITE_FAILURE):
                     raise RunFilesUnwritable(task_id, run_index, score.error_msg, config.out)
                 with progress.lock:

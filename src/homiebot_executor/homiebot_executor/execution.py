@@ -1,7 +1,8 @@
 """The attempt loop after the checks: up to three attempts, E1/E2/E3 classification, inventory after the step.
 
 Paper mode (default): every skill gets up to `max_attempts` attempts (each starts with an arm reset, done by the
-skill itself, see homiebot_executor.skills); three failures give E1. A failed Put after which nothing is grasped any
+skill itself, see homiebot_executor.skills); three failures give E1, except a Pick whose last attempt left its target
+in the hand (it ran out while lifting), which succeeded. A failed Put after which nothing is grasped any
 more gives E2 at once (there is nothing left to put).
 Release mode (`put_retries="release"`): as the released code, a failed Put is not retried: E2 when the object is
 missing, otherwise E3 ("time out").
@@ -112,8 +113,12 @@ def run_attempts(action: str, goal: SkillGoal, run_skill: SkillRunner, read_hand
                 return _failure("E3", action, f"put attempt {attempt} failed ({outcome.status.value}); the release "
                                               "does not retry Put", outcomes)
     last = outcomes[-1]
-    return _failure("E1", action, f"{len(outcomes)} attempts failed; last: {last.status.value}: {last.message}",
-                    outcomes)
+    detail = f"{len(outcomes)} attempts failed; last: {last.status.value}: {last.message}"
+    if goal.skill == "pick" and (last.held_object if last.held_object is not None else read_hand()) == goal.target:
+        # The last attempt ran out (lifting, say) with the target in the hand: the step did what it was asked.
+        return ExecutionResult(True, feedback="None", detail=f"{detail}; the target is in the hand",
+                               attempts=tuple(outcomes))
+    return _failure("E1", action, detail, outcomes)
 
 
 def _failure(code: str, action: str, detail: str, outcomes: Sequence[SkillOutcome]) -> ExecutionResult:

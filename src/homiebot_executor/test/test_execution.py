@@ -43,6 +43,15 @@ def test_three_failures_give_e1():
     assert skill.calls == [1, 2, 3] and len(result.attempts) == 3
 
 
+def test_a_pick_that_ran_out_with_its_target_in_the_hand_succeeded():
+    lifted_too_slowly = SkillOutcome(SkillStatus.TIMEOUT, "budget used in phase lift", held_object="apple_0")
+    result = run_attempts("Pick", PICK, FakeSkill(FAIL, FAIL, lifted_too_slowly), read_hand=lambda: "")
+    assert result.success and result.feedback == "None" and "the target is in the hand" in result.detail
+    wrong_object = SkillOutcome(SkillStatus.TIMEOUT, "budget used", held_object="banana_0")
+    assert run_attempts("Pick", PICK, FakeSkill(FAIL, FAIL, wrong_object), read_hand=lambda: "").error_type == "E1"
+    assert run_attempts("Pick", PICK, FakeSkill(FAIL, FAIL, FAIL), read_hand=lambda: "apple_0").success
+
+
 def test_go_to_feedback_uses_the_lower_cased_verb():
     skill = FakeSkill(FAIL, FAIL, FAIL)
     result = run_attempts("Go to", SkillGoal("navigate", "fridge_0"), skill, read_hand=lambda: "")

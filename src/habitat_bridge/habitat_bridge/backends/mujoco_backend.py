@@ -266,9 +266,12 @@ class MujocoBackend(SimBackend):
             self._held = best.name
             return best.name
         # No object between the fingers: a door or drawer handle there is held (held_object() stays None).
-        self._held_part = self._held_part or nearest_handle(self._index, self.data, max_distance)
         if self._held_part is not None:
-            hold_handle(self.model, self.data, self._index, self._held_part)
+            return self._held_part
+        handle = nearest_handle(self._index, self.data, max_distance)
+        if handle is not None:
+            self._held_part, width = handle
+            hold_handle(self.model, self.data, self._index, self._held_part, width)
             return self._held_part
         for actuator in self._index.finger_actuators:
             self.data.ctrl[actuator] = 0.0

@@ -13,6 +13,7 @@ from emmoe_eval.robot.state import VIEWS, BackendError, CameraView, Observation
 from habitat_bridge.backends import fetch_model, mjcf_builder
 from habitat_bridge.backends.mujoco_index import Instance, ModelIndex
 from habitat_bridge.backends.rendering import MultiViewRenderer
+from habitat_bridge.furniture import Box
 
 # How far (m or rad) the base actuators' integrated targets may lead the real base pose beyond the tracking lag.
 _WINDUP = 0.01
@@ -104,31 +105,48 @@ def nearest_object(index: ModelIndex, data: mujoco.MjData, max_distance: float) 
     return best
 
 
-# Finger opening while holding a handle bar (metres per finger).
-_HANDLE_GRIP = 0.008
+# How far in from a door panel's free edge the fingers may close on the panel (metres): a door whose handle is out of
+# reach (an open door with its outer face towards a wall) is held by its edge.
+PANEL_EDGE_BAND = 0.06
+# How much the fingers squeeze what they hold beyond its half width (metres per finger).
+_SQUEEZE = 0.007
 
 
-def nearest_handle(index: ModelIndex, data: mujoco.MjData, max_distance: float) -> str | None:
-    """The door or drawer whose handle bar lies nearest the grasp point, if within `max_distance` metres."""
+def holdable(box: Box, pivot: np.ndarray, joint: str, offset: np.ndarray) -> bool:
+    """Whether the fingers at `offset` from `box`'s centre (its local frame) close on something they can hold: a
+    handle bar anywhere, or a hinged panel near its free edge (the end of its long side away from the hinge)."""
+    if box.name.endswith("_handle"):
+        return True
+    if joint != "hinge" or not box.name.endswith("_panel"):
+        return False
+    half = np.asarray(box.half)
+    along = int(np.argmax(half[:2]))
+    outwards = math.copysign(1.0, box.center[along] - pivot[along])
+    return bool(offset[along] * outwards >= half[along] - PANEL_EDGE_BAND)
+
+
+def nearest_handle(index: ModelIndex, data: mujoco.MjData, max_distance: float) -> tuple[str, float] | None:
+    """The door or drawer whose handle bar (or hinged panel's free edge) lies nearest the grasp point, if within
+    `max_distance` metres, and the half width the fingers close to on it."""
     grip = data.site_xpos[index.grip_site]
     best, best_distance = None, max_distance
     for name, (piece, articulation, _, _, body) in index.articulations.items():
         moving = next(part for part in piece.geometry.moving if part.key == articulation.slot)
+        pivot = np.asarray(moving.pivot)
+        local = data.xmat[body].reshape(3, 3).T @ (grip - data.xpos[body])
         for box in moving.boxes:
-            if not box.name.endswith("_handle"):
-                continue
-            local = data.xmat[body].reshape(3, 3).T @ (grip - data.xpos[body])
-            offset = local - (np.asarray(box.center) - np.asarray(moving.pivot))
+            offset = local - (np.asarray(box.center) - pivot)
             half = np.asarray(box.half)
             distance = float(np.linalg.norm(offset - np.clip(offset, -half, half)))
-            if distance <= best_distance:
-                best, best_distance = name, distance
+            if distance <= best_distance and holdable(box, pivot, moving.joint, offset):
+                best, best_distance = (name, float(min(half[:2]))), distance
     return best
 
 
-def hold_handle(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, name: str) -> None:
-    """Hold the handle of door or drawer `name` at the grasp point: the part follows the hand through a point
-    constraint, its own actuator goes slack (the hand moves it), and it stops colliding with the robot."""
+def hold_handle(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, name: str, width: float) -> None:
+    """Hold the handle (or panel edge) of door or drawer `name` at the grasp point, the fingers closed to half width
+    `width`: the part follows the hand through a point constraint, its own actuator goes slack (the hand moves it),
+    and it stops colliding with the robot."""
     _, _, _, actuator, body = index.articulations[name]
     grip = data.site_xpos[index.grip_site]
     gripper = index.gripper_body
@@ -144,7 +162,7 @@ def hold_handle(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, n
     part_geoms = model.geom_bodyid == body
     model.geom_conaffinity[part_geoms] = index.object_conaffinity[part_geoms] & ~fetch_model.ROBOT_BIT
     for finger in index.finger_actuators:
-        data.ctrl[finger] = _HANDLE_GRIP
+        data.ctrl[finger] = max(0.0, width - _SQUEEZE)
     mujoco.mj_forward(model, data)
 
 

@@ -1,11 +1,6 @@
 """Sensor-only Open and Close (the Octo server's skills): handles found in the images, moved with the hand.
 
-Handles: within the detector's masks of the target's category, the pixels clearly darker than the part around them
-(at least 0.2 m above the floor) are handle candidates; each connected region with depth that is a compact bar
-standing out of its face is one handle. A horizontal bar is taken for a drawer's, a vertical one for a door's. The
-face's normal comes from the part's points around the handle (their horizontal principal direction, turned towards
-the robot). An open door shows the robot its inner face, without the handle: the robot then looks at the panel
-from its other side first.
+Handles and open door panels are found in the images by homiebot_executor.policies.sensor.handles.
 
 Opening: stand in front of the nearest handle, reach it with a level grasp, close the fingers on it, then
 - a drawer: back the base away, the arm held still, until the hand has come DRAWER_PULL out;
@@ -13,7 +8,10 @@ Opening: stand in front of the nearest handle, reach it with a level grasp, clos
   it a little further every control step, the base backing away or following to keep the handle in reach.
 Closing is the same motion the other way: a drawer is pushed until the hand stalls against the closed drawer, a
 door carried back along its arc until the hand stalls against the closed stop (or it swept DOOR_CLOSING_SWEEP and
-the arc ran into the furniture). The hand lets go, and the result is judged from what the hand did (it held the
+the arc ran into the furniture). An open door is closed by its panel's free edge, which the fingers close across
+from beyond the edge, the arc turning about the panel's other end: opened, its handle may face a wall where the
+robot cannot stand. Only when neither a handle nor the panel is seen does the robot look at the panel from its other
+side. The hand lets go, and the result is judged from what the hand did (it held the
 handle throughout): opened, the handle came 0.25 m out (a drawer) or swept 0.8 rad about the hinge (a door), the
 release's thresholds. A handle the fingers closed on without holding it (a fixed front) is remembered and skipped
 next time.
@@ -22,15 +20,16 @@ next time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
-from scipy import ndimage
 
 from homiebot_executor.policies import arm_motion as arm
 from homiebot_executor.policies.arm_ik import grasp_rotation
 from homiebot_executor.policies.attempt import Stop
+from homiebot_executor.policies.navigation import wrap_angle
 from homiebot_executor.policies.sensor.context import SensorContext
+from homiebot_executor.policies.sensor.handles import (
+    Handle, arc_of, door_panels, find_handles, nearest_unfailed, panel_edge, seen_again)
 from homiebot_executor.policies.sensor.navigate import approach, cell_centres, drive, face, planner
 from homiebot_executor.skills import SkillGoal, SkillStatus
 
@@ -41,101 +40,17 @@ DOOR_SWING, DOOR_OPEN = 1.1, 0.8
 # A closing swing that the arm could follow this far counts as closed even when it ended at the arm's reach rather
 # than against the closed stop (the hand's target then lies inside the furniture).
 DOOR_CLOSING_SWEEP = 0.6
+# A closing swing goes on until the door stops the hand, at most this far (the hinge's range, radians); a door the hand
+# took this far the other way (radians) was not closed.
+DOOR_CLOSING_LIMIT, DOOR_WRONG_WAY = 2.0, 0.05
 HANDLE_BAND = (0.45, 0.8, 0.6)
-# A handle bar is at most this wide across (metres) and stands at least this far out of its face.
-HANDLE_MAX_WIDTH, HANDLE_MIN_PROTRUSION = 0.3, 0.01
 # While a door swings, the base backs away or follows to keep the handle this far ahead of it (metres).
 SWING_AHEAD = (0.6, 0.72)
 # Swing per control step (radians), and how far the hand may lag its target (three steps running) before the door counts as
 # stopped.
 SWING_RATE, SWING_STALL = 0.04, 0.12
-
-
-@dataclass(frozen=True)
-class Handle:
-    """A handle seen in the images.
-
-    Attributes:
-        centre: world position of its visible face's centre.
-        vertical: a vertical bar (a door's) rather than a horizontal one (a drawer's).
-        normal: unit horizontal normal of the face it is on, pointing towards the robot.
-        points: (N, 3) points of the handle.
-        face_points: (N, 3) points of that face around the handle (for the hinge estimate).
-    """
-
-    centre: np.ndarray
-    vertical: bool
-    normal: np.ndarray
-    points: np.ndarray
-    face_points: np.ndarray
-
-
-def find_handles(ctx: SensorContext, name: str) -> list[Handle]:
-    """Handles on things of `name`'s category in the last look, nearest the robot first."""
-    assert ctx.snapshot is not None
-    observation = ctx.snapshot.observation
-    x, y, _ = ctx.base()
-    handles: list[Handle] = []
-    for detection in ctx.detector.detect(observation, name):
-        image = ctx.snapshot.points[detection.view]
-        luminance = observation.rgb[detection.view].astype(float).mean(axis=-1)
-        mask = detection.mask
-        dark = mask & (luminance < 0.6 * float(np.median(luminance[mask]))) & (image[..., 2] > 0.2)
-        regions, count = ndimage.label(ndimage.binary_dilation(dark))
-        part = image[mask & ~dark]
-        part = part[np.isfinite(part).all(axis=1)]
-        for region in range(1, count + 1):
-            points = image[(regions == region) & dark]
-            points = points[np.isfinite(points).all(axis=1)]
-            if len(points) < 6:
-                continue
-            centre = points.mean(axis=0)
-            extent = points.max(axis=0) - points.min(axis=0)
-            vertical = bool(extent[2] > max(extent[0], extent[1]))
-            around = part[(np.hypot(part[:, 0] - centre[0], part[:, 1] - centre[1]) < 0.35)
-                          & (np.abs(part[:, 2] - centre[2]) < 0.3)]
-            if len(around) < 20:
-                continue
-            flat = around[:, :2] - around[:, :2].mean(axis=0)
-            direction = np.linalg.svd(flat, full_matrices=False)[2][0]
-            normal = np.array([-direction[1], direction[0]])
-            if normal @ (np.array([x, y]) - centre[:2]) < 0:
-                normal = -normal
-            # A handle is a compact bar standing out of the face (shadows and seams lie in it).
-            protrusion = float(np.median(points[:, :2] @ normal) - np.median(around[:, :2] @ normal))
-            if max(extent[0], extent[1]) > HANDLE_MAX_WIDTH or protrusion < HANDLE_MIN_PROTRUSION:
-                continue
-            handles.append(Handle(centre, vertical, normal, points, part))
-    handles.sort(key=lambda handle: math.dist((x, y), handle.centre[:2]))
-    return handles
-
-
-def hinge_of(handle: Handle) -> tuple[np.ndarray, float]:
-    """The hinge line's (x, y) and the radius for a door handle: the far edge of its face along the face."""
-    along = np.array([handle.normal[1], -handle.normal[0]])
-    face = handle.face_points
-    offset = face[:, :2] - handle.centre[:2]
-    on_face = np.abs(offset @ handle.normal) < 0.08
-    span = offset[on_face] @ along
-    low, high = (float(span.min()), float(span.max())) if len(span) else (0.0, 0.0)
-    reach = high if abs(high) > abs(low) else low
-    hinge = handle.centre[:2] + reach * along
-    return hinge, abs(reach)
-
-
-def hinge_side(handle: Handle, hinge: np.ndarray) -> float:
-    """+1 when the hinge lies to the robot's left of the handle as the robot faces the face, -1 to its right."""
-    facing = -handle.normal
-    left = np.array([-facing[1], facing[0]])
-    return 1.0 if (hinge - handle.centre[:2]) @ left > 0 else -1.0
-
-
-def nearest_unfailed(ctx: SensorContext, handles: list[Handle]) -> Handle | None:
-    """The nearest handle not remembered as one the fingers could not hold."""
-    for handle in handles:
-        if all(math.dist(handle.centre, failed) > 0.06 for failed in ctx.failed_handles):
-            return handle
-    return None
+# Turn rate per radian the base has been turned off its heading while the arm swings a door (1/s).
+HEADING_GAIN = 4.0
 
 
 def stance_before(ctx: SensorContext, handle: Handle) -> tuple[float, float]:
@@ -166,18 +81,8 @@ def outer_side_of_panel(ctx: SensorContext, name: str
                         ) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """A free standing spot on the far side of a door panel of `name` from the rest of the furniture, in sight of
     it, and the panel's centre to face (None when no thin panel is seen or no such spot is free)."""
-    sightings = ctx.find(name)
-    for sighting in sightings:
-        flat = sighting.points[:, :2]
-        centre = flat.mean(axis=0)
-        _, spread, axes = np.linalg.svd(flat - centre, full_matrices=False)
-        length = float(np.ptp((flat - centre) @ axes[0]))
-        if len(sightings) < 2 or spread[1] > 0.25 * spread[0] or length < 0.4:
-            continue  # not a thin panel standing apart from its furniture
-        rest = np.concatenate([other.points[:, :2] for other in sightings if other is not sighting]).mean(axis=0)
-        normal = np.array([-axes[0][1], axes[0][0]])
-        if normal @ (rest - centre) > 0:
-            normal = -normal
+    for panel in door_panels(ctx, name):
+        centre, normal = panel.centre, panel.normal
         grid_planner = planner(ctx)
         x, y, _ = ctx.base()
         field_ = grid_planner.geodesic_from(x, y)
@@ -197,8 +102,10 @@ def outer_side_of_panel(ctx: SensorContext, name: str
     return None
 
 
-def take_handle(ctx: SensorContext, name: str) -> tuple[Handle, np.ndarray]:
-    """Stand square in front of the nearest handle of `name`, reach it and close the fingers on it.
+def take_handle(ctx: SensorContext, name: str, opening: bool) -> tuple[Handle, np.ndarray]:
+    """Stand square in front of the nearest handle of `name`, reach it and close the fingers on it. To close an
+    open door, its panel's free edge is held instead when the panel is seen (its handle may face a wall); an open door
+    whose handle and panel are not seen is looked at from the panel's other side.
 
     Returns:
         the handle as seen from the standing spot, and the grasp rotation.
@@ -206,12 +113,14 @@ def take_handle(ctx: SensorContext, name: str) -> tuple[Handle, np.ndarray]:
     Raises:
         Stop: NO_PATH / UNREACHABLE / JOINT_NOT_MOVED when it cannot be found, reached or held.
     """
-    ctx.look()
-    handle = nearest_unfailed(ctx, find_handles(ctx, name))
+    def seek() -> Handle | None:
+        ctx.look()
+        return (None if opening else panel_edge(ctx, name)) or nearest_unfailed(ctx, find_handles(ctx, name))
+
+    handle = seek()
     if handle is None:
         approach(ctx, name, HANDLE_BAND)
-        ctx.look()
-        handle = nearest_unfailed(ctx, find_handles(ctx, name))
+        handle = seek()
     if handle is None and (viewpoint := outer_side_of_panel(ctx, name)) is not None:
         # An open door shows its inner face: look at it from its other side, where the handle is.
         ctx.phase("position_base")
@@ -225,8 +134,7 @@ def take_handle(ctx: SensorContext, name: str) -> tuple[Handle, np.ndarray]:
     drive(ctx, stance_before(ctx, handle), (float(handle.centre[0]), float(handle.centre[1])))
     face(ctx, handle.centre)
     ctx.look()
-    seen = [item for item in find_handles(ctx, name) if math.dist(item.centre, handle.centre) < 0.15]
-    handle = seen[0] if seen else handle
+    handle = seen_again(ctx, name, handle)
     yaw = math.atan2(-handle.normal[1], -handle.normal[0])
     grip = handle.centre - 0.015 * np.append(handle.normal, 0.0)
     near_face = handle.face_points[np.linalg.norm(handle.face_points - handle.centre, axis=1) < 0.3]
@@ -287,43 +195,45 @@ def drive_straight(ctx: SensorContext, distance: float, stop_on_stall: bool) -> 
 
 
 def swing(ctx: SensorContext, handle: Handle, opening: bool) -> tuple[float, bool]:
-    """Carry a door handle along its arc about the estimated hinge, a little further every control step, the base
-    backing away or following to keep the handle within SWING_AHEAD ahead of it.
+    """Carry a held door handle (or edge) along its arc, a little further every control step, the base backing away
+    or following to keep the hand within SWING_AHEAD ahead of it.
 
     Returns:
-        the angle the hand really swept about the hinge (radians), and whether the door stopped the hand (it lagged
-        its target by more than SWING_STALL: a closed door, or one at its stop) rather than the arm's reach.
+        the angle the hand really swept about the hinge (radians, negative when the other way), and whether the door
+        stopped the hand (it lagged its target by more than SWING_STALL: a closed door, or one at its stop) rather
+        than the arm's reach.
 
     Raises:
         Stop: JOINT_NOT_MOVED when no hinge edge is seen.
     """
-    hinge, radius = hinge_of(handle)
-    if radius < 0.2:
+    arc = arc_of(handle)
+    if arc.radius < 0.2:
         raise Stop(SkillStatus.JOINT_NOT_MOVED, "no hinge edge is seen on the door's face")
-    start = handle.centre[:2] - hinge
-    start /= np.linalg.norm(start)
-    sign = 1.0 if opening else -1.0
-    side = hinge_side(handle, hinge)
+    moving = arc.opening if opening else -arc.opening
+    # The hand turns with the door (the handle is held at a point, so any grasp orientation holds it).
+    turning = math.copysign(1.0, float(arc.start[0] * moving[1] - arc.start[1] * moving[0]))
     yaw0 = math.atan2(-handle.normal[1], -handle.normal[0])
     ctx.phase("swing")
     angle, stalled, lagging = 0.0, False, 0
     target = handle.centre
-    while angle < DOOR_SWING:
-        angle = min(DOOR_SWING, angle + SWING_RATE)
-        target2d = hinge + radius * (math.cos(angle) * start + sign * math.sin(angle) * handle.normal)
+    heading = ctx.base()[2]
+    limit = DOOR_SWING if opening else DOOR_CLOSING_LIMIT
+    while angle < limit:
+        angle = min(limit, angle + SWING_RATE)
+        target2d = arc.hinge + arc.radius * (math.cos(angle) * arc.start + math.sin(angle) * moving)
         target = np.array([target2d[0], target2d[1], handle.centre[2]])
         x, y, yaw = ctx.base()
         ahead = (target2d - np.array([x, y])) @ np.array([math.cos(yaw), math.sin(yaw)])
-        # The hand turns with the door (the handle is held at a point, so any grasp orientation holds it).
-        turn = -sign * angle * side
+        turn = turning * angle
         rotations = [grasp_rotation(yaw0 + turn * share, pitch) for share in (1.0, 0.5, 0.0) for pitch in (0.0, 0.3)]
         try:
             arm_joints, torso, _ = arm.solve(ctx, target, rotations)
         except Stop:
             break
         with ctx.lock:
+            # The base holds its heading against the door's pull on the hand.
             ctx.backend.set_base_velocity(-0.2 if ahead < SWING_AHEAD[0] else 0.2 if ahead > SWING_AHEAD[1] else 0.0,
-                                          0.0)
+                                          HEADING_GAIN * wrap_angle(heading - yaw))
             ctx.backend.set_arm_targets(arm_joints)
             ctx.backend.set_torso_target(torso)
         ctx.tick()
@@ -341,8 +251,8 @@ def swing(ctx: SensorContext, handle: Handle, opening: bool) -> tuple[float, boo
         if np.linalg.norm(grip - target) < 0.03:
             break
     grip, _ = arm.grip(ctx)
-    now = grip[:2] - hinge
-    swept = math.acos(float(np.clip(now @ start / max(np.linalg.norm(now), 1e-6), -1.0, 1.0)))
+    now = grip[:2] - arc.hinge
+    swept = math.atan2(float(now @ moving), float(now @ arc.start))
     return swept, stalled
 
 
@@ -360,7 +270,7 @@ def articulate(ctx: SensorContext, goal: SkillGoal, opening: bool) -> tuple[Skil
     """Open or close with the hand on the handle (see the module docstring)."""
     if ctx.held():
         return SkillStatus.UNREACHABLE, "the hand is full"
-    handle, rotation = take_handle(ctx, goal.target)
+    handle, rotation = take_handle(ctx, goal.target, opening)
     start, _ = arm.grip(ctx)
     if not handle.vertical:
         ctx.phase("pull" if opening else "push")
@@ -380,4 +290,6 @@ def articulate(ctx: SensorContext, goal: SkillGoal, opening: bool) -> tuple[Skil
         return SkillStatus.JOINT_NOT_MOVED, f"the door swung {swept:.2f} rad open"
     if not opening and not stalled and swept < DOOR_CLOSING_SWEEP:
         return SkillStatus.JOINT_NOT_MOVED, f"the door swung {swept:.2f} rad without meeting its closed stop"
+    if not opening and swept < -DOOR_WRONG_WAY:
+        return SkillStatus.JOINT_NOT_MOVED, f"the door swung {-swept:.2f} rad further open"
     return SkillStatus.SUCCEEDED, ""
