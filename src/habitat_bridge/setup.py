@@ -21,6 +21,7 @@ setup(
     entry_points={
         "console_scripts": [
             "bridge_node = habitat_bridge.bridge_node:main",
+            "fake_fetch_node = habitat_bridge.fetch.fake_fetch_node:main",
         ],
     },
 )

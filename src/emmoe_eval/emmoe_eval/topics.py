@@ -42,6 +42,13 @@ CMD_VEL_TOPIC = "/cmd_vel"  # geometry_msgs/Twist
 HEAD_VIDEO_TOPIC = "/sim/head_front/image_raw"  # the head camera's front view
 THIRD_PERSON_VIDEO_TOPIC = "/sim/third_person/image_raw"  # a view of the robot from behind and above
 
+# ---- a real Fetch's drivers (the fetch backend; /cmd_vel, /odom and /joint_states as above) ---------------------------
+FETCH_BASE_SCAN_TOPIC = "/base_scan"  # sensor_msgs/LaserScan
+FETCH_ARM_ACTION = "/arm_controller/follow_joint_trajectory"  # control_msgs/action/FollowJointTrajectory
+FETCH_TORSO_ACTION = "/torso_controller/follow_joint_trajectory"  # control_msgs/action/FollowJointTrajectory
+FETCH_HEAD_ACTION = "/head_controller/follow_joint_trajectory"  # control_msgs/action/FollowJointTrajectory
+FETCH_GRIPPER_ACTION = "/gripper_controller/gripper_action"  # control_msgs/action/GripperCommand
+SOFTWARE_STOP_TOPIC = "/homiebot/stop"  # std_msgs/Empty: any message latches the fetch backend's software stop
 
 def camera_topic(view: str, depth: bool = False) -> str:
     """`/head_camera/<view>/image_raw` (rgb8), or `/head_camera/<view>/depth/image_raw` (32FC1 metres)."""

@@ -1,0 +1,150 @@
+"""The fake Fetch's simulator side: a real Fetch's behaviour behind its ROS interfaces, backed by the MuJoCo simulator.
+
+The `fetch` backend is tested against it exactly as it would run against the robot: nothing reaches the simulator
+except through these interfaces (habitat_bridge.fetch.config.FetchTopics names them):
+- /cmd_vel (geometry_msgs/Twist) drives the base; like Fetch's base controller, a command older than
+  `cmd_vel_timeout` seconds of robot time counts as zero;
+- /odom (nav_msgs/Odometry) and /joint_states (sensor_msgs/JointState) every tick, stamped with the simulated
+  clock (the robot's clock);
+- the arm, torso and head FollowJointTrajectory servers move their joints along the goal's points (linear in
+  between, at the points' times); a new goal replaces the running one, which is aborted;
+- the gripper's GripperCommand server opens the fingers or closes them; closing on something between them (an
+  object within 5 cm of the grasp point, or a handle) ends stalled, as a real gripper does.
+
+`FakeFetchCore` is the simulator side (no ROS); habitat_bridge.fetch.fake_fetch_node is the thin node around it
+(the `fake_fetch_node` process).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from emmoe_eval.robot import fetch
+from emmoe_eval.robot.state import RobotState
+
+from habitat_bridge.backends.base import SimBackend
+from habitat_bridge.fetch.safety import require_positive
+
+# The joints each trajectory controller moves, in the order the backend takes them.
+JOINT_GROUPS: dict[str, tuple[str, ...]] = {"arm": fetch.ARM_JOINTS, "torso": (fetch.TORSO_JOINT,),
+                                            "head": fetch.HEAD_JOINTS}
+# Finger gap of an open gripper (metres); a goal below half of it closes the fingers.
+OPEN_GAP = 0.1
+
+
+@dataclass(frozen=True)
+class FakeFetchConfig:
+    """Settings of the fake Fetch.
+
+    Attributes:
+        tick: seconds of simulated time per tick (the node ticks at this period of wall time).
+        cmd_vel_timeout: a base command older than this (simulated seconds) counts as zero.
+        grasp_reach: the fingers hold what lies within this distance of the grasp point (metres).
+    """
+
+    tick: float = 0.02
+    cmd_vel_timeout: float = 0.5
+    grasp_reach: float = 0.05
+
+    def __post_init__(self) -> None:
+        require_positive(self, ("tick", "cmd_vel_timeout", "grasp_reach"))
+
+
+@dataclass
+class _Motion:
+    """A trajectory one controller is following: positions in its group's order at times from `start`."""
+
+    start: float
+    times: list[float]
+    points: list[list[float]]
+
+    def at(self, now: float) -> tuple[list[float], bool]:
+        """Positions at `now` (linear between points) and whether the last point's time has passed."""
+        elapsed = now - self.start
+        if elapsed >= self.times[-1]:
+            return self.points[-1], True
+        for index in range(1, len(self.times)):
+            if elapsed < self.times[index]:
+                span = self.times[index] - self.times[index - 1]
+                share = (elapsed - self.times[index - 1]) / span if span > 0 else 1.0
+                before, after = self.points[index - 1], self.points[index]
+                return [a + share * (b - a) for a, b in zip(before, after)], False
+        return self.points[-1], True
+
+
+class FakeFetchCore:
+    """The simulated robot behind the fake Fetch's interfaces (see the module docstring)."""
+
+    def __init__(self, backend: SimBackend, config: FakeFetchConfig | None = None) -> None:
+        self.backend = backend
+        self.config = config or FakeFetchConfig()
+        self._twist = (0.0, 0.0)
+        self._twist_time = -math.inf
+        self._motions: dict[str, _Motion] = {}
+
+    @property
+    def time(self) -> float:
+        """The robot's clock (simulated seconds)."""
+        return self.backend.time
+
+    def command_base(self, forward: float, turn: float) -> None:
+        """A /cmd_vel message (held until `cmd_vel_timeout` passes without another)."""
+        if math.isfinite(forward) and math.isfinite(turn):
+            self._twist = (forward, turn)
+            self._twist_time = self.time
+
+    def follow(self, joint_names: Sequence[str], times: Sequence[float],
+               points: Sequence[Sequence[float]]) -> str:
+        """Start a trajectory (joint names in any order, one group); returns the group, or raises ValueError naming
+        what is wrong with the goal."""
+        group = next((name for name, joints in JOINT_GROUPS.items() if set(joint_names) == set(joints)), None)
+        if group is None:
+            raise ValueError(f"joints {list(joint_names)} are not those of one controller "
+                             f"({', '.join(f'{name}: {list(joints)}' for name, joints in JOINT_GROUPS.items())})")
+        if not points or len(times) != len(points) or any(len(point) != len(joint_names) for point in points):
+            raise ValueError("a trajectory needs points with one position per joint")
+        if any(later < earlier for earlier, later in zip(times, times[1:])) or times[0] < 0:
+            raise ValueError("trajectory point times must not decrease")
+        order = [list(joint_names).index(joint) for joint in JOINT_GROUPS[group]]
+        current = self._positions(JOINT_GROUPS[group])
+        self._motions[group] = _Motion(self.time, [0.0, *times], [current] + [[point[i] for i in order]
+                                                                              for point in points])
+        return group
+
+    def motion_done(self, group: str) -> bool:
+        """Whether `group`'s trajectory reached its last point (True when it has none)."""
+        motion = self._motions.get(group)
+        return motion is None or motion.at(self.time)[1]
+
+    def grip(self, gap: float) -> bool:
+        """A gripper goal: open for a gap of at least half the open gap, else close; whether the fingers stalled on
+        something (closing) or not."""
+        if gap >= OPEN_GAP / 2:
+            self.backend.open_gripper()
+            return False
+        return self.backend.close_gripper(self.config.grasp_reach) is not None
+
+    def tick(self) -> None:
+        """Step the simulator one tick with the current base command and trajectories."""
+        forward, turn = self._twist if self.time - self._twist_time <= self.config.cmd_vel_timeout else (0.0, 0.0)
+        self.backend.set_base_velocity(forward, turn)
+        for group, motion in self._motions.items():
+            positions, _ = motion.at(self.time)
+            if group == "arm":
+                self.backend.set_arm_targets(positions)
+            elif group == "torso":
+                self.backend.set_torso_target(positions[0])
+            else:
+                self.backend.set_head_target(*positions)
+        self.backend.step(self.config.tick)
+
+    def state(self) -> RobotState:
+        """The robot's state now (what /odom and /joint_states carry)."""
+        return self.backend.robot_state()
+
+    def _positions(self, joints: Sequence[str]) -> list[float]:
+        state = self.backend.robot_state()
+        by_name = dict(zip(state.joint_names, state.joint_positions))
+        return [float(by_name[joint]) for joint in joints]

@@ -1,0 +1,149 @@
+"""The fake Fetch node: a ROS 2 process that speaks a real Fetch's interfaces (/cmd_vel, /odom, /joint_states, the
+arm, torso and head FollowJointTrajectory servers, the gripper's GripperCommand server), backed by the MuJoCo
+simulator through habitat_bridge.fetch.fake_fetch.FakeFetchCore. Nothing else of the simulator is offered.
+
+`fake_fetch_node --scene data/test/100/scene.json` (one thread, like the bridge node: callbacks are short, and the
+action servers' execute callbacks are coroutines that wait for the tick that ends their motion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from habitat_bridge.fetch.fake_fetch import FakeFetchCore
+
+READY_LINE = "fake_fetch ready"
+
+
+class FakeFetchNode:
+    """The thin ROS 2 node around a FakeFetchCore (see the module docstring); `received` counts the commands that
+    reached it."""
+
+    def __init__(self, core: FakeFetchCore, topics: Any = None, node_name: str = "fake_fetch") -> None:
+        from control_msgs.action import FollowJointTrajectory, GripperCommand
+        from geometry_msgs.msg import Twist
+        from nav_msgs.msg import Odometry
+        from rclpy.action import ActionServer, CancelResponse, GoalResponse
+        from rclpy.node import Node
+        from sensor_msgs.msg import JointState
+
+        from habitat_bridge.fetch.config import FetchTopics
+
+        self.core = core
+        topics = topics or FetchTopics()
+        self.node = Node(node_name)
+        self._odom = self.node.create_publisher(Odometry, topics.odom, 10)
+        self._joints = self.node.create_publisher(JointState, topics.joint_states, 10)
+        self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
+        self._waiting: list[tuple[str, Any]] = []
+        self.received: dict[str, int] = {"cmd_vel": 0, "trajectory": 0, "gripper": 0}
+        for action in (topics.arm_action, topics.torso_action, topics.head_action):
+            ActionServer(self.node, FollowJointTrajectory, action, execute_callback=self._follow,
+                         goal_callback=lambda goal: GoalResponse.ACCEPT,
+                         cancel_callback=lambda handle: CancelResponse.ACCEPT)
+        ActionServer(self.node, GripperCommand, topics.gripper_action, execute_callback=self._grip)
+        self._timer = self.node.create_timer(core.config.tick, self._tick)
+
+    def _stamp(self) -> Any:
+        from builtin_interfaces.msg import Time
+
+        seconds = self.core.time
+        return Time(sec=int(seconds), nanosec=int((seconds - int(seconds)) * 1e9))
+
+    def _on_twist(self, message: Any) -> None:
+        self.received["cmd_vel"] += 1
+        self.core.command_base(message.linear.x, message.angular.z)
+
+    def _tick(self) -> None:
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import JointState
+
+        self.core.tick()
+        state = self.core.state()
+        stamp = self._stamp()
+        odom = Odometry()
+        odom.header.stamp, odom.header.frame_id, odom.child_frame_id = stamp, "odom", "base_link"
+        odom.pose.pose.position.x, odom.pose.pose.position.y = state.base.position[0], state.base.position[1]
+        w, _, _, z = state.base.orientation
+        odom.pose.pose.orientation.w, odom.pose.pose.orientation.z = w, z
+        odom.twist.twist.linear.x, odom.twist.twist.angular.z = state.base_velocity
+        self._odom.publish(odom)
+        joints = JointState()
+        joints.header.stamp = stamp
+        joints.name = list(state.joint_names)
+        joints.position = [float(value) for value in state.joint_positions]
+        joints.velocity = [float(value) for value in state.joint_velocities]
+        self._joints.publish(joints)
+        for group, future in list(self._waiting):
+            if self.core.motion_done(group) and not future.done():
+                future.set_result(True)
+        self._waiting = [(group, future) for group, future in self._waiting if not future.done()]
+
+    async def _follow(self, handle: Any) -> Any:
+        from control_msgs.action import FollowJointTrajectory
+        from rclpy.task import Future
+
+        self.received["trajectory"] += 1
+        trajectory = handle.request.trajectory
+        result = FollowJointTrajectory.Result()
+        try:
+            group = self.core.follow(trajectory.joint_names,
+                                     [point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
+                                      for point in trajectory.points],
+                                     [list(point.positions) for point in trajectory.points])
+        except ValueError as error:
+            handle.abort()
+            result.error_code, result.error_string = FollowJointTrajectory.Result.INVALID_JOINTS, str(error)
+            return result
+        # A later goal to the same controller replaces this one: this one ends aborted.
+        for waiting_group, future in self._waiting:
+            if waiting_group == group and not future.done():
+                future.set_result(False)
+        finished: Future = Future()
+        self._waiting.append((group, finished))
+        completed = await finished
+        if completed:
+            handle.succeed()
+            result.error_code = FollowJointTrajectory.Result.SUCCESSFUL
+        else:
+            handle.abort()
+            result.error_code, result.error_string = (FollowJointTrajectory.Result.INVALID_GOAL,
+                                                      "replaced by a newer goal")
+        return result
+
+    def _grip(self, handle: Any) -> Any:
+        from control_msgs.action import GripperCommand
+
+        self.received["gripper"] += 1
+        stalled = self.core.grip(handle.request.command.position)
+        handle.succeed()
+        result = GripperCommand.Result()
+        result.stalled, result.reached_goal = stalled, not stalled
+        result.position = 0.0 if not stalled else 0.02
+        return result
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of `fake_fetch_node --scene scene.json` (one thread, like the bridge node)."""
+    from emmoe_eval.ros_helpers import spin_node
+
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+    from habitat_bridge.scene_spec import SceneSpec
+
+    parser = argparse.ArgumentParser(prog="fake_fetch_node", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--scene", type=Path, required=True, help="scene.json to load (data/<split>/<id>/)")
+    options, ros_args = parser.parse_known_args(args)
+    if not options.scene.is_file():
+        parser.error(f"no scene file {options.scene}")
+    backend = MujocoBackend()
+    backend.reset(SceneSpec.from_dict(json.loads(options.scene.read_text())))
+    return spin_node(lambda: FakeFetchNode(FakeFetchCore(backend)).node, ros_args, num_threads=1,
+                     name="fake_fetch_node", ready_line=READY_LINE, on_shutdown=backend.close)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""`FetchRobot`: the robot side of the `fetch` backend, driving a real Fetch (or the fake Fetch) through its ROS
+interfaces only, with every command passing the safety gate.
+
+- Base: the requested (forward, turn) is sent on /cmd_vel every control period through the SafetyGate (limits,
+  ramps, fence); the software stop topic latches the gate, sends a zero twist at once and brings the arm, torso and
+  head to rest within STOP_TIME (a trajectory to where each joint comes to rest at constant deceleration).
+- Arm, torso, head: one-point FollowJointTrajectory goals, timed by the joint speed limit.
+- Gripper: GripperCommand goals; closing reports whether the fingers stalled on something.
+- Time: `step(seconds)` waits until the robot's clock (the odometry stamps) has advanced that far.
+- Dry-run: every command is computed and counted in `dry_run_log`, none is sent.
+- `wait_until_ready()` refuses to start while odometry or joint states are stale.
+
+The node is given (the caller spins it); the methods are called from another thread and block on the robot.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from emmoe_eval.action_client import ActionClient
+from emmoe_eval.robot import fetch
+from emmoe_eval.robot.state import BackendError
+
+from habitat_bridge.fetch.config import FetchConfig
+from habitat_bridge.fetch.safety import SafetyGate
+
+
+# Seconds in which the software stop brings the joints to rest.
+STOP_TIME = 0.1
+
+
+class FetchRobot:
+    """A Fetch reached through its ROS interfaces (see the module docstring)."""
+
+    def __init__(self, node: Any, config: FetchConfig | None = None) -> None:
+        from control_msgs.action import FollowJointTrajectory, GripperCommand
+        from geometry_msgs.msg import Twist
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Empty
+
+        self.config = config or FetchConfig()
+        self.gate = SafetyGate(self.config.safety)
+        self.node = node
+        topics = self.config.topics
+        self._lock = threading.Lock()
+        self._odom: Any = None
+        self._odom_stamp: float | None = None
+        self._joints: dict[str, float] = {}
+        self._joint_speeds: dict[str, float] = {}
+        self._joint_stamp: float | None = None
+        self._request = (0.0, 0.0)
+        self.dry_run_log: list[tuple[str, Any]] = []
+        self._twist_out = node.create_publisher(Twist, topics.cmd_vel, 10)
+        node.create_subscription(Odometry, topics.odom, self._on_odom, 10)
+        node.create_subscription(JointState, topics.joint_states, self._on_joints, 10)
+        node.create_subscription(Empty, topics.stop, lambda message: self.stop(), 10)
+        self._trajectories = {group: ActionClient(node, FollowJointTrajectory, name) for group, name in
+                              (("arm", topics.arm_action), ("torso", topics.torso_action),
+                               ("head", topics.head_action))}
+        self._gripper = ActionClient(node, GripperCommand, topics.gripper_action)
+        node.create_timer(self.config.control_period, self._send_base)
+
+    # ---- sensors ---------------------------------------------------------------------------------------------------
+    def _on_odom(self, message: Any) -> None:
+        with self._lock:
+            self._odom = message
+            self._odom_stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+
+    def _on_joints(self, message: Any) -> None:
+        with self._lock:
+            self._joints.update(zip(message.name, message.position))
+            self._joint_speeds.update(zip(message.name, message.velocity))
+            self._joint_stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+
+    @property
+    def time(self) -> float:
+        """The robot's clock: the last odometry stamp (seconds)."""
+        with self._lock:
+            if self._odom_stamp is None:
+                raise BackendError("no odometry from the robot yet")
+            return self._odom_stamp
+
+    def base_pose(self) -> tuple[float, float, float]:
+        """(x, y, yaw) from the last odometry."""
+        with self._lock:
+            if self._odom is None:
+                raise BackendError("no odometry from the robot yet")
+            pose = self._odom.pose.pose
+        yaw = 2.0 * math.atan2(pose.orientation.z, pose.orientation.w)
+        return pose.position.x, pose.position.y, math.atan2(math.sin(yaw), math.cos(yaw))
+
+    def joint_positions(self, joints: Sequence[str]) -> list[float]:
+        """Positions of `joints` from the last joint states."""
+        with self._lock:
+            missing = [joint for joint in joints if joint not in self._joints]
+            if missing:
+                raise BackendError(f"no joint states for {', '.join(missing)} from the robot yet")
+            return [float(self._joints[joint]) for joint in joints]
+
+    def wait_until_ready(self) -> None:
+        """Wait for fresh odometry and joint states (measured against the robot's clock and the wall clock between
+        messages).
+
+        Raises:
+            BackendError: naming the stale sensors after `ready_timeout` seconds.
+        """
+        deadline = time.monotonic() + self.config.ready_timeout
+        while True:
+            with self._lock:
+                stamps = {"odometry": self._odom_stamp, "joint states": self._joint_stamp}
+            newest = max((stamp for stamp in stamps.values() if stamp is not None), default=None)
+            stale = self.gate.stale(stamps, newest if newest is not None else math.inf)
+            if not stale:
+                return
+            if time.monotonic() > deadline:
+                raise BackendError(f"refusing to start: stale or missing {', '.join(stale)} after "
+                                   f"{self.config.ready_timeout:g} s")
+            time.sleep(0.05)
+
+    def step(self, seconds: float) -> None:
+        """Let the current commands act for `seconds` of the robot's clock.
+
+        Raises:
+            BackendError: when the robot's clock does not advance (no odometry) within a wall-time margin.
+        """
+        start = self.time
+        deadline = time.monotonic() + 2.0 * seconds + 2.0
+        while self.time < start + seconds - 1e-9:
+            if time.monotonic() > deadline:
+                raise BackendError(f"the robot's clock did not advance {seconds:g} s (odometry stopped?)")
+            time.sleep(0.005)
+
+    # ---- base ------------------------------------------------------------------------------------------------------
+    def set_base_velocity(self, forward: float, turn: float) -> None:
+        """Request a base velocity; it is sent, limited, every control period until changed."""
+        with self._lock:
+            self._request = (forward, turn)
+
+    def _send_base(self) -> None:
+        from geometry_msgs.msg import Twist
+
+        with self._lock:
+            request = self._request
+            if self._odom is None:
+                return
+        forward, turn = self.gate.base_command(*request, self.config.control_period, self.base_pose())
+        twist = Twist()
+        twist.linear.x, twist.angular.z = forward, turn
+        self._publish_twist(twist)
+
+    def _publish_twist(self, twist: Any) -> None:
+        if self.gate.sends:
+            self._twist_out.publish(twist)
+        else:
+            self.dry_run_log.append(("cmd_vel", (twist.linear.x, twist.angular.z)))
+
+    # ---- joints ----------------------------------------------------------------------------------------------------
+    def set_arm_targets(self, positions: Sequence[float]) -> None:
+        """Move the seven arm joints (fetch.ARM_JOINTS order) to `positions` at the joint speed limit."""
+        self._move("arm", fetch.ARM_JOINTS, positions)
+
+    def set_torso_target(self, height: float) -> None:
+        """Move the torso lift to `height` metres."""
+        self._move("torso", (fetch.TORSO_JOINT,), [height])
+
+    def set_head_target(self, pan: float, tilt: float) -> None:
+        """Point the head."""
+        self._move("head", fetch.HEAD_JOINTS, [pan, tilt])
+
+    def _move(self, group: str, joints: Sequence[str], positions: Sequence[float]) -> None:
+        if len(positions) != len(joints) or not all(math.isfinite(value) for value in positions):
+            raise ValueError(f"{group} targets must be {len(joints)} finite numbers, got {list(positions)!r}")
+        if self.gate.stopped:
+            return
+        current = self.joint_positions(joints)
+        self._send_trajectory(group, joints, positions, self.gate.joint_motion_time(current, positions))
+
+    def _send_trajectory(self, group: str, joints: Sequence[str], positions: Sequence[float], seconds: float) -> None:
+        from builtin_interfaces.msg import Duration
+        from control_msgs.action import FollowJointTrajectory
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = list(joints)
+        point = JointTrajectoryPoint()
+        point.positions = [float(value) for value in positions]
+        point.time_from_start = Duration(sec=int(seconds), nanosec=int((seconds - int(seconds)) * 1e9))
+        goal.trajectory.points = [point]
+        if not self.gate.sends:
+            self.dry_run_log.append((group, (tuple(point.positions), seconds)))
+            return
+        client = self._trajectories[group]
+        if not client.server_is_ready():
+            raise BackendError(f"the {group} controller ({getattr(self.config.topics, f'{group}_action')}) is not up")
+        client.send_goal_async(goal)
+
+    # ---- gripper ---------------------------------------------------------------------------------------------------
+    def open_gripper(self) -> str | None:
+        """Open the fingers; None (a real robot does not know the name of what it let go)."""
+        self._grip(self.config.gripper_open)
+        return None
+
+    def close_gripper(self, max_distance: float = 0.05) -> str | None:
+        """Close the fingers; "held" when they stalled on something, None when they closed on nothing."""
+        result = self._grip(0.0)
+        return "held" if result is not None and result.stalled else None
+
+    def _grip(self, gap: float, timeout_s: float = 10.0) -> Any:
+        from control_msgs.action import GripperCommand
+
+        goal = GripperCommand.Goal()
+        goal.command.position, goal.command.max_effort = gap, self.config.gripper_effort
+        if not self.gate.sends:
+            self.dry_run_log.append(("gripper", gap))
+            return None
+        if self.gate.stopped:
+            return None
+        if not self._gripper.server_is_ready():
+            raise BackendError(f"the gripper controller ({self.config.topics.gripper_action}) is not up")
+        done = threading.Event()
+        sent = self._gripper.send_goal_async(goal)
+        outcome: dict[str, Any] = {}
+
+        def accepted(future: Any) -> None:
+            handle = future.result()
+            if handle is None or not handle.accepted:
+                done.set()
+                return
+            handle.get_result_async().add_done_callback(lambda result: (outcome.update(result=result.result()),
+                                                                        done.set()))
+
+        sent.add_done_callback(accepted)
+        if not done.wait(timeout_s):
+            raise BackendError(f"the gripper did not answer within {timeout_s:g} s")
+        return outcome["result"].result if "result" in outcome else None
+
+    # ---- safety ----------------------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """The software stop: latch the gate, zero the base now, and bring the arm, torso and head to rest within
+        STOP_TIME at constant deceleration (a hold at where each joint then comes to rest)."""
+        from geometry_msgs.msg import Twist
+
+        self.gate.stop()
+        with self._lock:
+            self._request = (0.0, 0.0)
+            speeds = dict(self._joint_speeds)
+        self._publish_twist(Twist())
+        for group, joints in (("arm", fetch.ARM_JOINTS), ("torso", (fetch.TORSO_JOINT,)), ("head", fetch.HEAD_JOINTS)):
+            try:
+                rest = [position + 0.5 * STOP_TIME * speeds.get(joint, 0.0)
+                        for joint, position in zip(joints, self.joint_positions(joints))]
+                self._send_trajectory(group, joints, rest, STOP_TIME)
+            except BackendError as error:
+                self.node.get_logger().error(f"software stop: could not hold the {group}: {error}")
+
+    def release_stop(self) -> None:
+        """Release the software stop (an operator's decision)."""
+        self.gate.release()

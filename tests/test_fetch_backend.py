@@ -1,0 +1,174 @@
+"""The `fetch` backend's robot side against the fake Fetch (its own process, MuJoCo behind a real Fetch's ROS
+interfaces): the software stop halts a moving base within 100 ms of the robot's clock and the arm where it was,
+dry-run sends nothing,
+stale sensors refuse the start, and the fake Fetch offers nothing but those interfaces."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mujoco")
+pytest.importorskip("control_msgs")
+
+from emmoe_eval.robot import fetch  # noqa: E402
+from emmoe_eval.robot.state import BackendError  # noqa: E402
+
+from habitat_bridge.fetch.config import FetchConfig, FetchTopics  # noqa: E402
+from habitat_bridge.fetch.robot import FetchRobot  # noqa: E402
+from habitat_bridge.fetch.safety import SafetyConfig  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENE = ROOT / "data" / "test" / "100" / "scene.json"
+# The arm swung out from its tucked pose: a move of about 1.3 rad on the shoulder pan.
+SWUNG_OUT = (0.0, 0.2, -0.2, 1.2, 0.0, 1.2, 0.0)
+
+
+@pytest.fixture
+def fake_fetch(ros_process):
+    return ros_process("-m", "habitat_bridge.fetch.fake_fetch_node", "--scene", str(SCENE), ready="fake_fetch ready",
+                       timeout=60.0)
+
+
+@pytest.fixture
+def spun(ros_context):
+    """Spin nodes of the test's context in a background thread: `robot_node = spun("name")`."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    executor = SingleThreadedExecutor(context=ros_context)
+    nodes = []
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set() and ros_context.ok():
+            executor.spin_once(timeout_sec=0.01)
+
+    thread = threading.Thread(target=spin, daemon=True)
+
+    def make(name: str):
+        node = Node(name, context=ros_context)
+        nodes.append(node)
+        executor.add_node(node)
+        if not thread.is_alive():
+            thread.start()
+        return node
+
+    yield make
+    stop.set()
+    thread.join(timeout=5)
+    for node in nodes:
+        node.destroy_node()
+
+
+def ready_robot(spun, config: FetchConfig | None = None) -> FetchRobot:
+    robot = FetchRobot(spun("fetch_backend"), config)
+    robot.wait_until_ready()
+    deadline = time.monotonic() + 20
+    while not all(client.server_is_ready() for client in (*robot._trajectories.values(), robot._gripper)):
+        assert time.monotonic() < deadline, "the fake Fetch's controllers never came up"
+        time.sleep(0.05)
+    return robot
+
+
+def arm_speed(robot: FetchRobot, joint_states: list) -> float:
+    message = joint_states[-1]
+    speeds = dict(zip(message.name, message.velocity))
+    return max(abs(speeds[joint]) for joint in fetch.ARM_JOINTS)
+
+
+def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_was(fake_fetch, spun):
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Empty
+
+    robot = ready_robot(spun)
+    operator = spun("operator")
+    stop = operator.create_publisher(Empty, FetchTopics().stop, 10)
+    odometry, joint_states = [], []
+    operator.create_subscription(Odometry, FetchTopics().odom, odometry.append, 50)
+    operator.create_subscription(JointState, FetchTopics().joint_states, joint_states.append, 50)
+    robot.set_base_velocity(0.3, 0.0)
+    robot.set_arm_targets(SWUNG_OUT)
+    robot.step(1.2)
+    assert odometry[-1].twist.twist.linear.x > 0.2, "the base never got going"
+    assert arm_speed(robot, joint_states) > 0.1, "the arm never got going"
+    stopped_at = robot.time
+    arm_at_stop = robot.joint_positions(fetch.ARM_JOINTS)
+    stop.publish(Empty())
+    robot.step(0.6)
+
+    def stamp(message) -> float:
+        return message.header.stamp.sec + message.header.stamp.nanosec * 1e-9 - stopped_at
+
+    speeds = [(stamp(message), message.twist.twist.linear.x) for message in odometry if stamp(message) > 0]
+    # The base brakes from the first tick after the stop and is below 5 cm/s within 100 ms of the robot's clock.
+    assert speeds[0][0] <= 0.05 and speeds[0][1] < 0.29, speeds[:3]
+    assert abs([speed for at, speed in speeds if at <= 0.1 + 1e-6][-1]) < 0.05, speeds[:6]
+    # The arm's motion (1.3 rad still to go on the shoulder) ends where the stop found it: its servos brake from the
+    # first tick; the simulated arm rings for about 0.3 s before it rests.
+    arm_speeds = [(stamp(message), arm_speed(robot, [message])) for message in joint_states if stamp(message) > 0]
+    assert arm_speeds[0][0] <= 0.05 and arm_speeds[2][1] < arm_speeds[0][1], arm_speeds[:4]
+    assert arm_speeds[-1][1] < 0.05
+    assert max(abs(a - b) for a, b in zip(arm_at_stop, robot.joint_positions(fetch.ARM_JOINTS))) < 0.1
+    # Latched: later commands move nothing until an operator releases the stop.
+    robot.set_base_velocity(0.3, 0.0)
+    robot.set_arm_targets(fetch.TUCKED_ARM)
+    before = robot.base_pose()
+    robot.step(0.5)
+    assert math.dist(before[:2], robot.base_pose()[:2]) < 0.01
+
+
+def test_dry_run_sends_no_command(fake_fetch, spun):
+    from geometry_msgs.msg import Twist
+
+    robot = ready_robot(spun, FetchConfig(safety=SafetyConfig(dry_run=True)))
+    listener = spun("listener")
+    published = []
+    listener.create_subscription(Twist, FetchTopics().cmd_vel, published.append, 10)
+    start_pose, start_arm = robot.base_pose(), robot.joint_positions(fetch.ARM_JOINTS)
+    robot.set_base_velocity(0.3, 0.2)
+    robot.set_arm_targets(SWUNG_OUT)
+    assert robot.close_gripper() is None
+    robot.step(1.0)
+    assert published == []
+    assert math.dist(start_pose[:2], robot.base_pose()[:2]) < 0.005
+    assert max(abs(a - b) for a, b in zip(start_arm, robot.joint_positions(fetch.ARM_JOINTS))) < 0.01
+    kinds = {kind for kind, _ in robot.dry_run_log}
+    assert {"cmd_vel", "arm", "gripper"} <= kinds
+
+
+def test_stale_sensors_refuse_the_start(spun):
+    config = FetchConfig(topics=FetchTopics(odom="/nobody/odom"), ready_timeout=0.5)
+    robot = FetchRobot(spun("fetch_backend"), config)
+    with pytest.raises(BackendError, match="refusing to start: stale or missing odometry, joint states"):
+        robot.wait_until_ready()
+
+
+def test_the_fake_fetch_offers_only_a_fetchs_interfaces(fake_fetch, spun):
+    """What a skill could reach in the fake's process: the robot's topics and actions, nothing of the simulator."""
+    observer = spun("observer")
+    topics = FetchTopics()
+    deadline = time.monotonic() + 20
+    while "fake_fetch" not in observer.get_node_names():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(1.0)
+    published = {name for name, _ in observer.get_publisher_names_and_types_by_node("fake_fetch", "/")}
+    subscribed = {name for name, _ in observer.get_subscriber_names_and_types_by_node("fake_fetch", "/")}
+    services = {name for name, _ in observer.get_service_names_and_types_by_node("fake_fetch", "/")}
+    actions = {topics.arm_action, topics.torso_action, topics.head_action, topics.gripper_action}
+    action_services = {f"{action}/_action/{kind}" for action in actions
+                       for kind in ("send_goal", "cancel_goal", "get_result")}
+    assert published - {"/rosout", "/parameter_events"} - {f"{action}/_action/{kind}" for action in actions
+                                                           for kind in ("feedback", "status")} \
+        == {topics.odom, topics.joint_states}
+    assert subscribed - {"/parameter_events"} == {topics.cmd_vel}
+    assert {name for name in services if "/_action/" in name} == action_services
+    assert not {name for name in services if name.startswith("/sim")}
