@@ -1,6 +1,6 @@
 """The `fetch` backend's robot side against the fake Fetch (its own process, MuJoCo behind a real Fetch's ROS
 interfaces): the software stop halts a moving base within 100 ms of the robot's clock and the arm where it was,
-dry-run sends nothing,
+dry-run sends nothing, the head camera arrives,
 stale sensors refuse the start, and the fake Fetch offers nothing but those interfaces."""
 
 from __future__ import annotations
@@ -147,8 +147,19 @@ def test_dry_run_sends_no_command(fake_fetch, spun):
 def test_stale_sensors_refuse_the_start(spun):
     config = FetchConfig(topics=FetchTopics(odom="/nobody/odom"), ready_timeout=0.5)
     robot = FetchRobot(spun("fetch_backend"), config)
-    with pytest.raises(BackendError, match="refusing to start: stale or missing odometry, joint states"):
+    with pytest.raises(BackendError, match="refusing to start: stale or missing odometry, joint states, head camera"):
         robot.wait_until_ready()
+
+
+def test_the_head_camera_arrives_as_a_real_fetchs(fake_fetch, spun):
+    """Colour, registered depth and camera_info on the real topic names, stamped with the robot's clock."""
+    robot = ready_robot(spun)
+    rgb, depth, intrinsics, stamped = robot.head_camera()
+    assert rgb.shape == (intrinsics.height, intrinsics.width, 3) and rgb.dtype.name == "uint8"
+    assert depth.shape == (intrinsics.height, intrinsics.width)
+    assert (depth[depth > 0] < 20.0).all() and (depth > 0.1).mean() > 0.5
+    assert intrinsics.fx > 0 and 0 < intrinsics.cx < intrinsics.width
+    assert abs(robot.time - stamped) < 1.0
 
 
 def test_the_fake_fetch_offers_only_a_fetchs_interfaces(fake_fetch, spun):
@@ -168,7 +179,7 @@ def test_the_fake_fetch_offers_only_a_fetchs_interfaces(fake_fetch, spun):
                        for kind in ("send_goal", "cancel_goal", "get_result")}
     assert published - {"/rosout", "/parameter_events"} - {f"{action}/_action/{kind}" for action in actions
                                                            for kind in ("feedback", "status")} \
-        == {topics.odom, topics.joint_states}
+        == {topics.odom, topics.joint_states, topics.rgb, topics.depth, topics.camera_info}
     assert subscribed - {"/parameter_events"} == {topics.cmd_vel}
     assert {name for name in services if "/_action/" in name} == action_services
     assert not {name for name in services if name.startswith("/sim")}

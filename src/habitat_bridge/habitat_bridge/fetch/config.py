@@ -18,6 +18,7 @@ class FetchTopics:
         odom: base odometry (nav_msgs/Odometry); its stamps are the robot's clock.
         joint_states: sensor_msgs/JointState of torso, head, arm and fingers.
         base_scan: the base laser (sensor_msgs/LaserScan).
+        rgb, depth, camera_info: the head camera's colour image, its depth registered to it, and their intrinsics.
         arm_action, torso_action, head_action: control_msgs/FollowJointTrajectory action servers.
         gripper_action: control_msgs/GripperCommand action server.
         stop: std_msgs/Empty; any message latches the software stop (every motion halts).
@@ -27,6 +28,9 @@ class FetchTopics:
     odom: str = topics.ODOM_TOPIC
     joint_states: str = topics.JOINT_STATES_TOPIC
     base_scan: str = topics.FETCH_BASE_SCAN_TOPIC
+    rgb: str = topics.FETCH_RGB_TOPIC
+    depth: str = topics.FETCH_DEPTH_TOPIC
+    camera_info: str = topics.FETCH_CAMERA_INFO_TOPIC
     arm_action: str = topics.FETCH_ARM_ACTION
     torso_action: str = topics.FETCH_TORSO_ACTION
     head_action: str = topics.FETCH_HEAD_ACTION

@@ -8,6 +8,7 @@ except through these interfaces (habitat_bridge.fetch.config.FetchTopics names t
   clock (the robot's clock);
 - the arm, torso and head FollowJointTrajectory servers move their joints along the goal's points (linear in
   between, at the points' times); a new goal replaces the running one, which is aborted;
+- the head camera: the simulator's front head view as colour, registered depth and camera_info;
 - the gripper's GripperCommand server opens the fingers or closes them; closing on something between them (an
   object within 5 cm of the grasp point, or a handle) ends stalled, as a real gripper does.
 
@@ -21,8 +22,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from emmoe_eval.robot import fetch
-from emmoe_eval.robot.state import RobotState
+from emmoe_eval.robot.state import CameraView, RobotState
 
 from habitat_bridge.backends.base import SimBackend
 from habitat_bridge.fetch.safety import require_positive
@@ -139,6 +141,11 @@ class FakeFetchCore:
             else:
                 self.backend.set_head_target(*positions)
         self.backend.step(self.config.tick)
+
+    def head_camera(self) -> tuple[np.ndarray, np.ndarray, CameraView]:
+        """The head camera now: RGB, depth registered to it (metres) and its intrinsics (the front head view)."""
+        observation = self.backend.observe(("front",), depth=True)
+        return observation.rgb["front"], observation.depth["front"], observation.cameras["front"]
 
     def state(self) -> RobotState:
         """The robot's state now (what /odom and /joint_states carry)."""

@@ -1,6 +1,8 @@
 """The fake Fetch node: a ROS 2 process that speaks a real Fetch's interfaces (/cmd_vel, /odom, /joint_states, the
-arm, torso and head FollowJointTrajectory servers, the gripper's GripperCommand server), backed by the MuJoCo
-simulator through habitat_bridge.fetch.fake_fetch.FakeFetchCore. Nothing else of the simulator is offered.
+head camera's colour, registered depth and camera_info, the arm, torso and head FollowJointTrajectory servers, the
+gripper's GripperCommand server), backed by the MuJoCo simulator through habitat_bridge.fetch.fake_fetch.FakeFetchCore.
+Nothing else of the simulator is offered. The camera (the simulator's front head view) is rendered at CAMERA_HZ of
+wall time, and only while someone subscribes.
 
 `fake_fetch_node --scene data/test/100/scene.json` (one thread, like the bridge node: callbacks are short, and the
 action servers' execute callbacks are coroutines that wait for the tick that ends their motion).
@@ -14,9 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from habitat_bridge.bridge_core import image_message, stamp
 from habitat_bridge.fetch.fake_fetch import FakeFetchCore
 
 READY_LINE = "fake_fetch ready"
+# Frames per second of wall time of the head camera, and its optical frame (a real Fetch's name).
+CAMERA_HZ = 5.0
+CAMERA_FRAME = "head_camera_rgb_optical_frame"
 
 
 class FakeFetchNode:
@@ -29,7 +35,7 @@ class FakeFetchNode:
         from nav_msgs.msg import Odometry
         from rclpy.action import ActionServer, CancelResponse, GoalResponse
         from rclpy.node import Node
-        from sensor_msgs.msg import JointState
+        from sensor_msgs.msg import CameraInfo, Image, JointState
 
         from habitat_bridge.fetch.config import FetchTopics
 
@@ -38,6 +44,9 @@ class FakeFetchNode:
         self.node = Node(node_name)
         self._odom = self.node.create_publisher(Odometry, topics.odom, 10)
         self._joints = self.node.create_publisher(JointState, topics.joint_states, 10)
+        self._rgb = self.node.create_publisher(Image, topics.rgb, 2)
+        self._depth = self.node.create_publisher(Image, topics.depth, 2)
+        self._camera_info = self.node.create_publisher(CameraInfo, topics.camera_info, 2)
         self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
         self._waiting: list[tuple[str, Any]] = []
         self.received: dict[str, int] = {"cmd_vel": 0, "trajectory": 0, "gripper": 0}
@@ -47,12 +56,29 @@ class FakeFetchNode:
                          cancel_callback=lambda handle: CancelResponse.ACCEPT)
         ActionServer(self.node, GripperCommand, topics.gripper_action, execute_callback=self._grip)
         self._timer = self.node.create_timer(core.config.tick, self._tick)
+        self._camera_timer = self.node.create_timer(1.0 / CAMERA_HZ, self._publish_camera)
 
     def _stamp(self) -> Any:
-        from builtin_interfaces.msg import Time
+        return stamp(self.core.time)
 
+    def _publish_camera(self) -> None:
+        from sensor_msgs.msg import CameraInfo
+
+        if not any(publisher.get_subscription_count() for publisher in (self._rgb, self._depth, self._camera_info)):
+            return
         seconds = self.core.time
-        return Time(sec=int(seconds), nanosec=int((seconds - int(seconds)) * 1e9))
+        rgb, depth, camera = self.core.head_camera()
+        self._rgb.publish(image_message(rgb, seconds, CAMERA_FRAME))
+        self._depth.publish(image_message(depth, seconds, CAMERA_FRAME))
+        info = CameraInfo()
+        info.header.stamp, info.header.frame_id = stamp(seconds), CAMERA_FRAME
+        info.width, info.height = camera.width, camera.height
+        info.distortion_model = "plumb_bob"
+        info.d = [0.0] * 5
+        info.k = [camera.fx, 0.0, camera.cx, 0.0, camera.fy, camera.cy, 0.0, 0.0, 1.0]
+        info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+        info.p = [camera.fx, 0.0, camera.cx, 0.0, 0.0, camera.fy, camera.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+        self._camera_info.publish(info)
 
     def _on_twist(self, message: Any) -> None:
         self.received["cmd_vel"] += 1

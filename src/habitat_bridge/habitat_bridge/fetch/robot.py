@@ -8,7 +8,8 @@ interfaces only, with every command passing the safety gate.
 - Gripper: GripperCommand goals; closing reports whether the fingers stalled on something.
 - Time: `step(seconds)` waits until the robot's clock (the odometry stamps) has advanced that far.
 - Dry-run: every command is computed and counted in `dry_run_log`, none is sent.
-- `wait_until_ready()` refuses to start while odometry or joint states are stale.
+- Head camera: the newest colour image, registered depth and camera_info (`head_camera()`).
+- `wait_until_ready()` refuses to start while odometry, joint states or the head camera are stale.
 
 The node is given (the caller spins it); the methods are called from another thread and block on the robot.
 """
@@ -21,12 +22,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from emmoe_eval.action_client import ActionClient
 from emmoe_eval.robot import fetch
-from emmoe_eval.robot.state import BackendError
+from emmoe_eval.robot.state import BackendError, CameraView
 
+from habitat_bridge.bridge_core import image_array
 from habitat_bridge.fetch.config import FetchConfig
 from habitat_bridge.fetch.safety import SafetyGate
+
+
+def seconds_of(stamp: Any) -> float:
+    """Seconds of a builtin_interfaces/Time."""
+    return float(stamp.sec + stamp.nanosec * 1e-9)
 
 
 # Seconds in which the software stop brings the joints to rest.
@@ -40,7 +48,7 @@ class FetchRobot:
         from control_msgs.action import FollowJointTrajectory, GripperCommand
         from geometry_msgs.msg import Twist
         from nav_msgs.msg import Odometry
-        from sensor_msgs.msg import JointState
+        from sensor_msgs.msg import CameraInfo, Image, JointState
         from std_msgs.msg import Empty
 
         self.config = config or FetchConfig()
@@ -53,12 +61,16 @@ class FetchRobot:
         self._joints: dict[str, float] = {}
         self._joint_speeds: dict[str, float] = {}
         self._joint_stamp: float | None = None
+        self._camera: dict[str, Any] = {}
         self._request = (0.0, 0.0)
         self.dry_run_log: list[tuple[str, Any]] = []
         self._twist_out = node.create_publisher(Twist, topics.cmd_vel, 10)
         node.create_subscription(Odometry, topics.odom, self._on_odom, 10)
         node.create_subscription(JointState, topics.joint_states, self._on_joints, 10)
         node.create_subscription(Empty, topics.stop, lambda message: self.stop(), 10)
+        for kind, message_type, topic in (("rgb", Image, topics.rgb), ("depth", Image, topics.depth),
+                                          ("info", CameraInfo, topics.camera_info)):
+            node.create_subscription(message_type, topic, lambda message, kind=kind: self._on_camera(kind, message), 2)
         self._trajectories = {group: ActionClient(node, FollowJointTrajectory, name) for group, name in
                               (("arm", topics.arm_action), ("torso", topics.torso_action),
                                ("head", topics.head_action))}
@@ -69,13 +81,33 @@ class FetchRobot:
     def _on_odom(self, message: Any) -> None:
         with self._lock:
             self._odom = message
-            self._odom_stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+            self._odom_stamp = seconds_of(message.header.stamp)
 
     def _on_joints(self, message: Any) -> None:
         with self._lock:
             self._joints.update(zip(message.name, message.position))
             self._joint_speeds.update(zip(message.name, message.velocity))
-            self._joint_stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+            self._joint_stamp = seconds_of(message.header.stamp)
+
+    def _on_camera(self, kind: str, message: Any) -> None:
+        with self._lock:
+            self._camera[kind] = message
+
+    def head_camera(self) -> tuple[np.ndarray, np.ndarray, CameraView, float]:
+        """The newest head-camera frame: RGB (H, W, 3) uint8, depth (H, W) metres, the intrinsics from camera_info
+        (pose left at the origin: the camera's pose comes from the robot model, not yet built), and its stamp.
+
+        Raises:
+            BackendError: before the first colour image, depth image and camera_info have arrived.
+        """
+        with self._lock:
+            missing = [kind for kind in ("rgb", "depth", "info") if kind not in self._camera]
+            if missing:
+                raise BackendError(f"no head camera {', '.join(missing)} from the robot yet")
+            rgb, depth, info = self._camera["rgb"], self._camera["depth"], self._camera["info"]
+        intrinsics = CameraView(width=info.width, height=info.height, fx=info.k[0], fy=info.k[4], cx=info.k[2],
+                                cy=info.k[5], position=(0.0, 0.0, 0.0), rotation=np.eye(3))
+        return image_array(rgb), image_array(depth), intrinsics, seconds_of(rgb.header.stamp)
 
     @property
     def time(self) -> float:
@@ -103,8 +135,8 @@ class FetchRobot:
             return [float(self._joints[joint]) for joint in joints]
 
     def wait_until_ready(self) -> None:
-        """Wait for fresh odometry and joint states (measured against the robot's clock and the wall clock between
-        messages).
+        """Wait for fresh odometry, joint states and head-camera images (each within `sensor_max_age` of the newest
+        stamp of the robot's clock).
 
         Raises:
             BackendError: naming the stale sensors after `ready_timeout` seconds.
@@ -112,7 +144,9 @@ class FetchRobot:
         deadline = time.monotonic() + self.config.ready_timeout
         while True:
             with self._lock:
-                stamps = {"odometry": self._odom_stamp, "joint states": self._joint_stamp}
+                stamps = {"odometry": self._odom_stamp, "joint states": self._joint_stamp,
+                          "head camera": seconds_of(self._camera["rgb"].header.stamp) if "rgb" in self._camera
+                          else None}
             newest = max((stamp for stamp in stamps.values() if stamp is not None), default=None)
             stale = self.gate.stale(stamps, newest if newest is not None else math.inf)
             if not stale:
