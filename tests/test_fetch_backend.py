@@ -144,6 +144,17 @@ def test_dry_run_sends_no_command(fake_fetch, spun):
     assert {"cmd_vel", "arm", "gripper"} <= kinds
 
 
+def test_the_gripper_answers_through_its_action(fake_fetch, spun):
+    """Closing in free air stalls on nothing (None), and the fingers end shut; opening brings them apart again."""
+    robot = ready_robot(spun)
+    assert robot.close_gripper() is None
+    robot.step(0.5)
+    assert sum(robot.joint_positions(fetch.FINGER_JOINTS)) < 0.02
+    assert robot.open_gripper() is None
+    robot.step(0.5)
+    assert sum(robot.joint_positions(fetch.FINGER_JOINTS)) > 0.08
+
+
 def test_stale_sensors_refuse_the_start(spun):
     config = FetchConfig(topics=FetchTopics(odom="/nobody/odom"), ready_timeout=0.5)
     robot = FetchRobot(spun("fetch_backend"), config)

@@ -166,6 +166,11 @@ def stamp(seconds: float) -> Time:
     return Time(sec=int(whole), nanosec=int(round((seconds - whole) * 1e9)) % 1_000_000_000)
 
 
+def seconds_of(time: Any) -> float:
+    """Seconds of a builtin_interfaces/Time or Duration (inverse of stamp)."""
+    return float(time.sec + time.nanosec * 1e-9)
+
+
 def image_message(array: np.ndarray, seconds: float, frame_id: str) -> Image:
     """sensor_msgs/Image from an (H, W, 3) uint8 array (rgb8) or an (H, W) float32 array (32FC1, metres)."""
     message = Image()

@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from emmoe_eval import topics
+from emmoe_eval.robot import fetch
 
 from habitat_bridge.fetch.safety import SafetyConfig, require_positive
+
+
+# The joints each trajectory controller (FetchTopics.<group>_action) moves, in the order the backends take them.
+JOINT_GROUPS: dict[str, tuple[str, ...]] = {"arm": fetch.ARM_JOINTS, "torso": (fetch.TORSO_JOINT,),
+                                            "head": fetch.HEAD_JOINTS}
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,9 @@ from emmoe_eval.robot import fetch
 from emmoe_eval.robot.state import CameraView, RobotState
 
 from habitat_bridge.backends.base import SimBackend
+from habitat_bridge.fetch.config import JOINT_GROUPS
 from habitat_bridge.fetch.safety import require_positive
 
-# The joints each trajectory controller moves, in the order the backend takes them.
-JOINT_GROUPS: dict[str, tuple[str, ...]] = {"arm": fetch.ARM_JOINTS, "torso": (fetch.TORSO_JOINT,),
-                                            "head": fetch.HEAD_JOINTS}
 # Finger gap of an open gripper (metres); a goal below half of it closes the fingers.
 OPEN_GAP = 0.1
 
@@ -146,6 +144,10 @@ class FakeFetchCore:
         """The head camera now: RGB, depth registered to it (metres) and its intrinsics (the front head view)."""
         observation = self.backend.observe(("front",), depth=True)
         return observation.rgb["front"], observation.depth["front"], observation.cameras["front"]
+
+    def finger_gap(self) -> float:
+        """The gap between the fingers now (metres)."""
+        return sum(self._positions(fetch.FINGER_JOINTS))
 
     def state(self) -> RobotState:
         """The robot's state now (what /odom and /joint_states carry)."""

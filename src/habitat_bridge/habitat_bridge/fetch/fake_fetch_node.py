@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from habitat_bridge.bridge_core import image_message, stamp
+from habitat_bridge.bridge_core import image_message, seconds_of, stamp
+from habitat_bridge.fetch.config import JOINT_GROUPS
 from habitat_bridge.fetch.fake_fetch import FakeFetchCore
 
 READY_LINE = "fake_fetch ready"
@@ -26,14 +27,13 @@ CAMERA_FRAME = "head_camera_rgb_optical_frame"
 
 
 class FakeFetchNode:
-    """The thin ROS 2 node around a FakeFetchCore (see the module docstring); `received` counts the commands that
-    reached it."""
+    """The thin ROS 2 node around a FakeFetchCore (see the module docstring)."""
 
     def __init__(self, core: FakeFetchCore, topics: Any = None, node_name: str = "fake_fetch") -> None:
         from control_msgs.action import FollowJointTrajectory, GripperCommand
         from geometry_msgs.msg import Twist
         from nav_msgs.msg import Odometry
-        from rclpy.action import ActionServer, CancelResponse, GoalResponse
+        from rclpy.action import ActionServer
         from rclpy.node import Node
         from sensor_msgs.msg import CameraInfo, Image, JointState
 
@@ -49,17 +49,12 @@ class FakeFetchNode:
         self._camera_info = self.node.create_publisher(CameraInfo, topics.camera_info, 2)
         self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
         self._waiting: list[tuple[str, Any]] = []
-        self.received: dict[str, int] = {"cmd_vel": 0, "trajectory": 0, "gripper": 0}
-        for action in (topics.arm_action, topics.torso_action, topics.head_action):
-            ActionServer(self.node, FollowJointTrajectory, action, execute_callback=self._follow,
-                         goal_callback=lambda goal: GoalResponse.ACCEPT,
-                         cancel_callback=lambda handle: CancelResponse.ACCEPT)
+        for group in JOINT_GROUPS:
+            ActionServer(self.node, FollowJointTrajectory, getattr(topics, f"{group}_action"),
+                         execute_callback=self._follow)
         ActionServer(self.node, GripperCommand, topics.gripper_action, execute_callback=self._grip)
         self._timer = self.node.create_timer(core.config.tick, self._tick)
         self._camera_timer = self.node.create_timer(1.0 / CAMERA_HZ, self._publish_camera)
-
-    def _stamp(self) -> Any:
-        return stamp(self.core.time)
 
     def _publish_camera(self) -> None:
         from sensor_msgs.msg import CameraInfo
@@ -81,7 +76,6 @@ class FakeFetchNode:
         self._camera_info.publish(info)
 
     def _on_twist(self, message: Any) -> None:
-        self.received["cmd_vel"] += 1
         self.core.command_base(message.linear.x, message.angular.z)
 
     def _tick(self) -> None:
@@ -90,16 +84,16 @@ class FakeFetchNode:
 
         self.core.tick()
         state = self.core.state()
-        stamp = self._stamp()
+        now = stamp(self.core.time)
         odom = Odometry()
-        odom.header.stamp, odom.header.frame_id, odom.child_frame_id = stamp, "odom", "base_link"
+        odom.header.stamp, odom.header.frame_id, odom.child_frame_id = now, "odom", "base_link"
         odom.pose.pose.position.x, odom.pose.pose.position.y = state.base.position[0], state.base.position[1]
         w, _, _, z = state.base.orientation
         odom.pose.pose.orientation.w, odom.pose.pose.orientation.z = w, z
         odom.twist.twist.linear.x, odom.twist.twist.angular.z = state.base_velocity
         self._odom.publish(odom)
         joints = JointState()
-        joints.header.stamp = stamp
+        joints.header.stamp = now
         joints.name = list(state.joint_names)
         joints.position = [float(value) for value in state.joint_positions]
         joints.velocity = [float(value) for value in state.joint_velocities]
@@ -113,13 +107,11 @@ class FakeFetchNode:
         from control_msgs.action import FollowJointTrajectory
         from rclpy.task import Future
 
-        self.received["trajectory"] += 1
         trajectory = handle.request.trajectory
         result = FollowJointTrajectory.Result()
         try:
             group = self.core.follow(trajectory.joint_names,
-                                     [point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
-                                      for point in trajectory.points],
+                                     [seconds_of(point.time_from_start) for point in trajectory.points],
                                      [list(point.positions) for point in trajectory.points])
         except ValueError as error:
             handle.abort()
@@ -144,12 +136,10 @@ class FakeFetchNode:
     def _grip(self, handle: Any) -> Any:
         from control_msgs.action import GripperCommand
 
-        self.received["gripper"] += 1
         stalled = self.core.grip(handle.request.command.position)
         handle.succeed()
         result = GripperCommand.Result()
-        result.stalled, result.reached_goal = stalled, not stalled
-        result.position = 0.0 if not stalled else 0.02
+        result.stalled, result.reached_goal, result.position = stalled, not stalled, self.core.finger_gap()
         return result
 
 

@@ -18,24 +18,17 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from emmoe_eval.action_client import ActionClient
-from emmoe_eval.robot import fetch
 from emmoe_eval.robot.state import BackendError, CameraView
+from emmoe_eval.ros_helpers import WaitStatus, wait_for_future, wait_until
 
-from habitat_bridge.bridge_core import image_array
-from habitat_bridge.fetch.config import FetchConfig
+from habitat_bridge.bridge_core import image_array, seconds_of, stamp
+from habitat_bridge.fetch.config import JOINT_GROUPS, FetchConfig
 from habitat_bridge.fetch.safety import SafetyGate
-
-
-def seconds_of(stamp: Any) -> float:
-    """Seconds of a builtin_interfaces/Time."""
-    return float(stamp.sec + stamp.nanosec * 1e-9)
-
 
 # Seconds in which the software stop brings the joints to rest.
 STOP_TIME = 0.1
@@ -71,9 +64,8 @@ class FetchRobot:
         for kind, message_type, topic in (("rgb", Image, topics.rgb), ("depth", Image, topics.depth),
                                           ("info", CameraInfo, topics.camera_info)):
             node.create_subscription(message_type, topic, lambda message, kind=kind: self._on_camera(kind, message), 2)
-        self._trajectories = {group: ActionClient(node, FollowJointTrajectory, name) for group, name in
-                              (("arm", topics.arm_action), ("torso", topics.torso_action),
-                               ("head", topics.head_action))}
+        self._trajectories = {group: ActionClient(node, FollowJointTrajectory, getattr(topics, f"{group}_action"))
+                              for group in JOINT_GROUPS}
         self._gripper = ActionClient(node, GripperCommand, topics.gripper_action)
         node.create_timer(self.config.control_period, self._send_base)
 
@@ -141,20 +133,17 @@ class FetchRobot:
         Raises:
             BackendError: naming the stale sensors after `ready_timeout` seconds.
         """
-        deadline = time.monotonic() + self.config.ready_timeout
-        while True:
+        def stale() -> list[str]:
             with self._lock:
                 stamps = {"odometry": self._odom_stamp, "joint states": self._joint_stamp,
                           "head camera": seconds_of(self._camera["rgb"].header.stamp) if "rgb" in self._camera
                           else None}
-            newest = max((stamp for stamp in stamps.values() if stamp is not None), default=None)
-            stale = self.gate.stale(stamps, newest if newest is not None else math.inf)
-            if not stale:
-                return
-            if time.monotonic() > deadline:
-                raise BackendError(f"refusing to start: stale or missing {', '.join(stale)} after "
-                                   f"{self.config.ready_timeout:g} s")
-            time.sleep(0.05)
+            newest = max((stamp for stamp in stamps.values() if stamp is not None), default=math.inf)
+            return self.gate.stale(stamps, newest)
+
+        if wait_until(lambda: not stale(), self.config.ready_timeout) is not WaitStatus.DONE:
+            raise BackendError(f"refusing to start: stale or missing {', '.join(stale())} after "
+                               f"{self.config.ready_timeout:g} s")
 
     def step(self, seconds: float) -> None:
         """Let the current commands act for `seconds` of the robot's clock.
@@ -162,12 +151,9 @@ class FetchRobot:
         Raises:
             BackendError: when the robot's clock does not advance (no odometry) within a wall-time margin.
         """
-        start = self.time
-        deadline = time.monotonic() + 2.0 * seconds + 2.0
-        while self.time < start + seconds - 1e-9:
-            if time.monotonic() > deadline:
-                raise BackendError(f"the robot's clock did not advance {seconds:g} s (odometry stopped?)")
-            time.sleep(0.005)
+        end = self.time + seconds - 1e-9
+        if wait_until(lambda: self.time >= end, 2.0 * seconds + 2.0, poll_s=0.005) is not WaitStatus.DONE:
+            raise BackendError(f"the robot's clock did not advance {seconds:g} s (odometry stopped?)")
 
     # ---- base ------------------------------------------------------------------------------------------------------
     def set_base_velocity(self, forward: float, turn: float) -> None:
@@ -196,17 +182,18 @@ class FetchRobot:
     # ---- joints ----------------------------------------------------------------------------------------------------
     def set_arm_targets(self, positions: Sequence[float]) -> None:
         """Move the seven arm joints (fetch.ARM_JOINTS order) to `positions` at the joint speed limit."""
-        self._move("arm", fetch.ARM_JOINTS, positions)
+        self._move("arm", positions)
 
     def set_torso_target(self, height: float) -> None:
         """Move the torso lift to `height` metres."""
-        self._move("torso", (fetch.TORSO_JOINT,), [height])
+        self._move("torso", [height])
 
     def set_head_target(self, pan: float, tilt: float) -> None:
         """Point the head."""
-        self._move("head", fetch.HEAD_JOINTS, [pan, tilt])
+        self._move("head", [pan, tilt])
 
-    def _move(self, group: str, joints: Sequence[str], positions: Sequence[float]) -> None:
+    def _move(self, group: str, positions: Sequence[float]) -> None:
+        joints = JOINT_GROUPS[group]
         if len(positions) != len(joints) or not all(math.isfinite(value) for value in positions):
             raise ValueError(f"{group} targets must be {len(joints)} finite numbers, got {list(positions)!r}")
         if self.gate.stopped:
@@ -223,7 +210,8 @@ class FetchRobot:
         goal.trajectory.joint_names = list(joints)
         point = JointTrajectoryPoint()
         point.positions = [float(value) for value in positions]
-        point.time_from_start = Duration(sec=int(seconds), nanosec=int((seconds - int(seconds)) * 1e9))
+        after = stamp(seconds)
+        point.time_from_start = Duration(sec=after.sec, nanosec=after.nanosec)
         goal.trajectory.points = [point]
         if not self.gate.sends:
             self.dry_run_log.append((group, (tuple(point.positions), seconds)))
@@ -256,22 +244,16 @@ class FetchRobot:
             return None
         if not self._gripper.server_is_ready():
             raise BackendError(f"the gripper controller ({self.config.topics.gripper_action}) is not up")
-        done = threading.Event()
         sent = self._gripper.send_goal_async(goal)
-        outcome: dict[str, Any] = {}
-
-        def accepted(future: Any) -> None:
-            handle = future.result()
-            if handle is None or not handle.accepted:
-                done.set()
-                return
-            handle.get_result_async().add_done_callback(lambda result: (outcome.update(result=result.result()),
-                                                                        done.set()))
-
-        sent.add_done_callback(accepted)
-        if not done.wait(timeout_s):
+        if wait_for_future(sent, timeout_s) is not WaitStatus.DONE:
+            raise BackendError(f"the gripper did not accept a goal within {timeout_s:g} s")
+        handle = sent.result()
+        if handle is None or not handle.accepted:
+            return None
+        answer = handle.get_result_async()
+        if wait_for_future(answer, timeout_s) is not WaitStatus.DONE:
             raise BackendError(f"the gripper did not answer within {timeout_s:g} s")
-        return outcome["result"].result if "result" in outcome else None
+        return answer.result().result
 
     # ---- safety ----------------------------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -284,7 +266,7 @@ class FetchRobot:
             self._request = (0.0, 0.0)
             speeds = dict(self._joint_speeds)
         self._publish_twist(Twist())
-        for group, joints in (("arm", fetch.ARM_JOINTS), ("torso", (fetch.TORSO_JOINT,)), ("head", fetch.HEAD_JOINTS)):
+        for group, joints in JOINT_GROUPS.items():
             try:
                 rest = [position + 0.5 * STOP_TIME * speeds.get(joint, 0.0)
                         for joint, position in zip(joints, self.joint_positions(joints))]

@@ -47,6 +47,14 @@ class Arc:
     start: np.ndarray
     opening: np.ndarray
 
+    @staticmethod
+    def through(hinge: np.ndarray, point: np.ndarray, opening: np.ndarray) -> Arc:
+        """The arc about `hinge` through the (x, y) `point`, opening along its tangent on `opening`'s side."""
+        radius = max(float(np.linalg.norm(point - hinge)), 1e-9)
+        start = (point - hinge) / radius
+        tangent = np.array([-start[1], start[0]])
+        return Arc(hinge, radius, start, tangent if tangent @ opening >= 0 else -tangent)
+
 
 @dataclass(frozen=True)
 class Handle:
@@ -197,8 +205,7 @@ def panel_edge(ctx: SensorContext, name: str) -> Handle | None:
     # The fingers centre on the panel: half its thickness behind the face the robot sees.
     behind = -math.copysign(1.0, float((np.array([x, y]) - panel.centre) @ panel.normal)) * panel.normal
     grip = free - EDGE_INSET * outwards + PANEL_HALF_THICKNESS * behind
-    radius = float(np.linalg.norm(grip - hinge))
-    arc = Arc(hinge, radius, (grip - hinge) / radius, panel.normal)
+    arc = Arc.through(hinge, grip, panel.normal)
     # Reached from beyond the edge, a little from the side the door closes towards: the robot then pulls the door
     # shut towards itself.
     reach_from = outwards - EDGE_SKEW * panel.normal
@@ -218,8 +225,4 @@ def seen_again(ctx: SensorContext, name: str, handle: Handle) -> Handle:
         return handle
     if edge.arc.radius >= handle.arc.radius:
         return edge
-    hinge = handle.arc.hinge
-    radius = float(np.linalg.norm(edge.centre[:2] - hinge))
-    start = (edge.centre[:2] - hinge) / radius
-    opening = np.array([-start[1], start[0]]) * math.copysign(1.0, float(np.cross(start, handle.arc.opening)))
-    return replace(edge, arc=Arc(hinge, radius, start, opening))
+    return replace(edge, arc=Arc.through(handle.arc.hinge, edge.centre[:2], handle.arc.opening))
