@@ -47,6 +47,7 @@ FETCH_BASE_SCAN_TOPIC = "/base_scan"  # sensor_msgs/LaserScan
 FETCH_RGB_TOPIC = "/head_camera/rgb/image_raw"  # sensor_msgs/Image (rgb8)
 FETCH_DEPTH_TOPIC = "/head_camera/depth_registered/image_raw"  # sensor_msgs/Image (32FC1 metres)
 FETCH_CAMERA_INFO_TOPIC = "/head_camera/rgb/camera_info"  # sensor_msgs/CameraInfo (the depth is registered to it)
+FETCH_INSTANCES_TOPIC = "/head_camera/instances"  # emmoe_interfaces/InstanceMasks: a detector's masks of each image
 FETCH_ARM_ACTION = "/arm_controller/follow_joint_trajectory"  # control_msgs/action/FollowJointTrajectory
 FETCH_TORSO_ACTION = "/torso_controller/follow_joint_trajectory"  # control_msgs/action/FollowJointTrajectory
 FETCH_HEAD_ACTION = "/head_controller/follow_joint_trajectory"  # control_msgs/action/FollowJointTrajectory

@@ -36,7 +36,8 @@ class BridgeConfig:
     """Settings of the bridge node (filled from ROS parameters).
 
     Attributes:
-        backend: "auto" (habitat when habitat_sim imports, else mujoco), "mujoco" or "habitat".
+        backend: "auto" (habitat when habitat_sim imports, else mujoco), "mujoco", "habitat", or "fetch" (a real
+            Fetch; the node must then be given the backend: homiebot.sim_stack builds it).
         scene_path: scene file loaded at start-up and by resets without a scene ("" = generated apartment).
         seed: seed of the start-up scene (-1: the scene's own; 0 for a generated apartment).
         rate_hz: control loop rate; each tick steps the simulation by the control periods (1/rate_hz) since the
@@ -62,8 +63,8 @@ class BridgeConfig:
     video_rate_hz: float = 5.0
 
     def __post_init__(self) -> None:
-        if self.backend not in ("auto", "mujoco", "habitat"):
-            raise ValueError(f"backend must be auto, mujoco or habitat, got {self.backend!r}")
+        if self.backend not in ("auto", "mujoco", "habitat", "fetch"):
+            raise ValueError(f"backend must be auto, mujoco, habitat or fetch, got {self.backend!r}")
         if self.scene_path and not Path(self.scene_path).is_file():
             raise ValueError(f"scene_path {self.scene_path!r} is not a readable file")
         if not 1.0 <= self.rate_hz <= 1000.0:
@@ -172,7 +173,8 @@ def seconds_of(time: Any) -> float:
 
 
 def image_message(array: np.ndarray, seconds: float, frame_id: str) -> Image:
-    """sensor_msgs/Image from an (H, W, 3) uint8 array (rgb8) or an (H, W) float32 array (32FC1, metres)."""
+    """sensor_msgs/Image from an (H, W, 3) uint8 array (rgb8), an (H, W) integer array (32SC1, instance ids) or an
+    (H, W) float array (32FC1, metres)."""
     message = Image()
     message.header.stamp = stamp(seconds)
     message.header.frame_id = frame_id
@@ -180,6 +182,9 @@ def image_message(array: np.ndarray, seconds: float, frame_id: str) -> Image:
     if array.ndim == 3:
         message.encoding = "rgb8"
         data = np.ascontiguousarray(array, dtype=np.uint8)
+    elif np.issubdtype(array.dtype, np.integer):
+        message.encoding = "32SC1"
+        data = np.ascontiguousarray(array, dtype="<i4")
     else:
         message.encoding = "32FC1"
         data = np.ascontiguousarray(array, dtype="<f4")
@@ -190,11 +195,12 @@ def image_message(array: np.ndarray, seconds: float, frame_id: str) -> Image:
 
 
 def image_array(message: Image) -> np.ndarray:
-    """The array behind an rgb8 or 32FC1 sensor_msgs/Image (inverse of image_message)."""
+    """The array behind an rgb8, 32SC1 or 32FC1 sensor_msgs/Image (inverse of image_message)."""
     if message.encoding == "rgb8":
         return np.frombuffer(bytes(message.data), dtype=np.uint8).reshape(message.height, message.width, 3)
-    if message.encoding == "32FC1":
-        return np.frombuffer(bytes(message.data), dtype="<f4").reshape(message.height, message.width)
+    if message.encoding in ("32FC1", "32SC1"):
+        kind = "<f4" if message.encoding == "32FC1" else "<i4"
+        return np.frombuffer(bytes(message.data), dtype=kind).reshape(message.height, message.width)
     raise ValueError(f"unsupported image encoding {message.encoding!r}")
 
 

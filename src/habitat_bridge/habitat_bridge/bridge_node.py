@@ -101,35 +101,41 @@ class BridgeNode(Node):
             backend = create_backend(name, image_width=self.config.image_size, image_height=self.config.image_size)
         self.backend = backend
         self._default_scene = bridge_core.load_scene_request("", self.config.scene_path)
-        seed = None if self.config.seed < 0 else self.config.seed
-        episode = self.backend.reset(self._default_scene, seed)
-        self.get_logger().info(f"{self.backend.name} backend, episode {episode}")
+        if not self.backend.runs_itself:
+            seed = None if self.config.seed < 0 else self.config.seed
+            episode = self.backend.reset(self._default_scene, seed)
+            self.get_logger().info(f"{self.backend.name} backend, episode {episode}")
 
         group = ReentrantCallbackGroup()
         kinds = (False, True) if self.config.publish_depth else (False,)
         self._camera_publishers = {(view, depth): self.create_publisher(Image, camera_topic(view, depth=depth), 2)
                                    for view in VIEWS for depth in kinds}
-        self._odom_publisher = self.create_publisher(Odometry, ODOM_TOPIC, 10)
-        self._joint_publisher = self.create_publisher(JointState, JOINT_STATES_TOPIC, 10)
-        self._clock_publisher = self.create_publisher(Clock, CLOCK_TOPIC, 10)
-        self.create_subscription(Twist, CMD_VEL_TOPIC, self._on_cmd_vel, 10, callback_group=group)
         self.create_service(ResetEpisode, RESET_EPISODE_SERVICE, self._on_reset, callback_group=group)
         self.create_service(GetObservation, GET_OBSERVATION_SERVICE, self._on_get_observation, callback_group=group)
         self.create_service(QueryScene, QUERY_SCENE_SERVICE, self._on_query_scene, callback_group=group)
         self._base_command = bridge_core.BaseCommand(self.config.cmd_vel_timeout)
-        # Ticks and camera frames in groups of their own: spun by several threads (in-process users), one at a time
-        # each, never queued up behind each other on the simulator lock.
         period = 1.0 / self.config.rate_hz
         self._pacer = bridge_core.TickPacer(period, time.monotonic())
-        self.create_timer(period, self._on_tick, callback_group=MutuallyExclusiveCallbackGroup())
-        if self.config.camera_rate_hz > 0:
-            self.create_timer(1.0 / self.config.camera_rate_hz, self._on_camera_frame,
-                              callback_group=MutuallyExclusiveCallbackGroup())
+        if not self.backend.runs_itself:
+            self._start_simulation(group)
         self._video_views = bridge_core.video_views(self.backend.views)
         self._video_publishers = {stream: self.create_publisher(Image, VIDEO_TOPICS[stream], 2)
                                   for stream in self._video_views}
         if self.config.video_rate_hz > 0:
             self.create_timer(1.0 / self.config.video_rate_hz, self._on_video_tick, callback_group=group)
+
+    def _start_simulation(self, group: ReentrantCallbackGroup) -> None:
+        """The free-running simulation: /cmd_vel in; /clock, /odom, /joint_states and the head views out. Ticks and
+        camera frames in groups of their own: spun by several threads (in-process users), one at a time each, never
+        queued up behind each other on the simulator lock."""
+        self._odom_publisher = self.create_publisher(Odometry, ODOM_TOPIC, 10)
+        self._joint_publisher = self.create_publisher(JointState, JOINT_STATES_TOPIC, 10)
+        self._clock_publisher = self.create_publisher(Clock, CLOCK_TOPIC, 10)
+        self.create_subscription(Twist, CMD_VEL_TOPIC, self._on_cmd_vel, 10, callback_group=group)
+        self.create_timer(self._pacer.period, self._on_tick, callback_group=MutuallyExclusiveCallbackGroup())
+        if self.config.camera_rate_hz > 0:
+            self.create_timer(1.0 / self.config.camera_rate_hz, self._on_camera_frame,
+                              callback_group=MutuallyExclusiveCallbackGroup())
 
     # ---- in-process access ---------------------------------------------------------------------------------------
     def exclusive(self) -> SimulatorAccess:

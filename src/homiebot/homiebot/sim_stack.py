@@ -51,6 +51,8 @@ from rclpy.parameter import Parameter
 from homiebot.setting import SETTINGS, check_setting, describe
 
 READY_LINE = "homiebot sim stack ready"
+# What the sensor-only skills look through on a Fetch: its one head camera.
+FETCH_SKILL_VIEWS: tuple[str, ...] = ("front",)
 MODEL_OF_SERVER = {server: model for model, server in SERVER_OF_MODEL.items()}
 M3_REFUSAL = ("M3 uses background information; in the no_background setting each skill runs on the server of the "
               "model the planner chose")
@@ -96,7 +98,13 @@ def parse_remotes(entries: list[str]) -> dict[str, str]:
 OPTIONS: dict[str, tuple[str, object, str]] = {
     "setting": ("--setting", "background", "benchmark setting: background (privileged M3 skills) or no_background "
                 "(sensor-only skills)"),
-    "backend": ("--backend", "mujoco", "simulator backend: mujoco, habitat or auto (habitat when it imports)"),
+    "backend": ("--backend", "mujoco", "simulator backend: mujoco, habitat or auto (habitat when it imports), or "
+                "fetch (a real Fetch, or the fake one, through its ROS interfaces; needs --setting no_background)"),
+    "fetch_dry_run": ("--fetch-dry-run", False, "fetch backend: compute and log every command, send none"),
+    "fetch_joint_speed": ("--fetch-joint-speed", 0.5, "fetch backend: joint speed limit of arm, torso and head "
+                          "(rad/s; the skills move the arm no faster; 1.25 is the Fetch's slowest arm joint)"),
+    "fetch_views_by": ("--fetch-views-by", "base", "fetch backend: take the four planner views by turning the base "
+                       "(as the release did) or panning the head (head)"),
     "scene": ("--scene", "", "scene spec file (JSON/YAML) or official EMMOE scene.json"),
     "seed": ("--seed", 0, "seed of the generated apartment (without a scene) or the compact kitchen"),
     "compact": ("--compact", False, "the small test kitchen instead of the apartment"),
@@ -155,24 +163,34 @@ def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) ->
     from homiebot_executor.policies.m3 import PrivilegedSkills
     from homiebot_executor.policies.remote import RemotePolicy
     from homiebot_executor.policies.sensor import SensorSkills
+    from homiebot_executor.policies.sensor.context import SensorConfig
 
     failures = FailureConfig(parse_failures(options["fail"]), options["put_drop"], options["fail_seed"])
     remotes = parse_remotes(options["remote"])
-    backend_name = resolve_backend_name(options["backend"])
-    bridge = BridgeNode(backend=create_backend(backend_name), parameter_overrides=[
+    setting = check_setting(options["setting"])
+    nodes: list[Any] = []
+    skill_config: Any = None
+    if options["backend"] == "fetch":
+        backend = fetch_backend(options, setting, **node_kwargs)
+        period = SensorConfig().control_period
+        arm_speed = min(SensorConfig().arm_speed, backend.robot.config.safety.max_joint_speed * period)
+        backend_name, skill_config = "fetch", SensorConfig(views=FETCH_SKILL_VIEWS, arm_speed=arm_speed)
+    else:
+        backend_name = resolve_backend_name(options["backend"])
+        backend = create_backend(backend_name)
+    bridge = BridgeNode(backend=backend, parameter_overrides=[
         Parameter("backend", value=backend_name), Parameter("scene_path", value=scene_path),
         Parameter("seed", value=-1 if scene_path else options["seed"]),
         Parameter("rate_hz", value=float(options["rate_hz"])),
         Parameter("camera_rate_hz", value=float(options["camera_rate_hz"]))], **node_kwargs)
-    nodes: list[Any] = [bridge]
+    nodes.append(bridge)
     lock = bridge.exclusive()
     failure_model = FailureModel(failures) if failures.enabled else None
-    setting = check_setting(options["setting"])
     if setting == "background":
         skills: Any = PrivilegedSkills(bridge.backend, failure_model=failure_model, lock=lock)
         m3: Any = skills
     else:
-        skills = SensorSkills(SensorOnlyRobot(bridge.backend), failure_model=failure_model, lock=lock)
+        skills = SensorSkills(SensorOnlyRobot(bridge.backend), skill_config, failure_model=failure_model, lock=lock)
         m3 = RefusingPolicy(M3_REFUSAL)
     claim = RobotClaim(bridge.paused)
     for server in SERVERS:
@@ -186,6 +204,26 @@ def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) ->
                              f"{dict(failures.probabilities) if failures.enabled else 'off'}; remote "
                              f"{remotes or 'none'}")
     return nodes
+
+
+def fetch_backend(options: dict[str, Any], setting: str, **node_kwargs: Any) -> Any:
+    """The FetchBackend of a fetch_robot node spinning on its own thread (a real Fetch, or the fake one, through its
+    ROS interfaces); closing the backend closes the node.
+
+    Raises:
+        ValueError: the background setting (a robot has no privileged scene for M3) or a bad option.
+    """
+    from habitat_bridge.fetch.backend import FetchBackendConfig
+    from habitat_bridge.fetch.robot_node import FetchRobotNode
+    from habitat_bridge.fetch.config import FetchConfig
+    from habitat_bridge.fetch.safety import SafetyConfig
+
+    if setting != "no_background":
+        raise ValueError("--backend fetch runs the sensor-only skills: give --setting no_background (a robot has no "
+                         "privileged scene for the M3 skills)")
+    config = FetchConfig(safety=SafetyConfig(max_joint_speed=float(options["fetch_joint_speed"]),
+                                             dry_run=bool(options["fetch_dry_run"])))
+    return FetchRobotNode(config, FetchBackendConfig(views_by=options["fetch_views_by"]), **node_kwargs).backend
 
 
 def main(argv: list[str] | None = None) -> int:

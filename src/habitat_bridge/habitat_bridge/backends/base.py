@@ -39,8 +39,11 @@ Scene = SceneSpec | OfficialEpisode
 class SimBackend(ABC):
     """One simulator holding one episode. Every method except reset raises BackendError before the first reset."""
 
-    #: Backend name used in configuration ("mujoco", "habitat").
+    #: Backend name used in configuration ("mujoco", "habitat", "fetch").
     name: str = ""
+    #: Whether the backend runs on its own clock (a real robot): the bridge node then neither steps it nor publishes
+    #: its /odom, /joint_states and /clock, and it starts no episode before the first reset request.
+    runs_itself: bool = False
 
     @property
     @abstractmethod

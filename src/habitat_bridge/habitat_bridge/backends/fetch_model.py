@@ -275,14 +275,17 @@ def add_fetch_actuators(actuator: ET.Element) -> None:
 
 
 @lru_cache(maxsize=1)
-def kinematic_description() -> str:
-    """MJCF of Fetch without geoms and cameras (kinematics only): what the backends give as robot_description."""
+def kinematic_description(head_cameras: bool = False) -> str:
+    """MJCF of Fetch without geoms and cameras (kinematics only): what the backends give as robot_description.
+    With `head_cameras` the four head cameras stay (their poses follow the head: the fetch backend's camera
+    extrinsics)."""
     root = ET.Element("mujoco", model="fetch_kinematics")
     ET.SubElement(root, "compiler", angle="radian")
     worldbody = ET.SubElement(root, "worldbody")
     build_fetch(worldbody, FetchCameraConfig())
     for parent in root.iter():
         for child in list(parent):
-            if child.tag in ("geom", "camera"):
+            keep = head_cameras and child.tag == "camera" and child.get("name", "").removeprefix(PREFIX) in VIEWS
+            if child.tag == "geom" or (child.tag == "camera" and not keep):
                 parent.remove(child)
     return ET.tostring(root, encoding="unicode")

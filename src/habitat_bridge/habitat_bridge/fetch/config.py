@@ -25,6 +25,7 @@ class FetchTopics:
         joint_states: sensor_msgs/JointState of torso, head, arm and fingers.
         base_scan: the base laser (sensor_msgs/LaserScan).
         rgb, depth, camera_info: the head camera's colour image, its depth registered to it, and their intrinsics.
+        instances: an object detector's masks of each colour image (emmoe_interfaces/InstanceMasks).
         arm_action, torso_action, head_action: control_msgs/FollowJointTrajectory action servers.
         gripper_action: control_msgs/GripperCommand action server.
         stop: std_msgs/Empty; any message latches the software stop (every motion halts).
@@ -37,6 +38,7 @@ class FetchTopics:
     rgb: str = topics.FETCH_RGB_TOPIC
     depth: str = topics.FETCH_DEPTH_TOPIC
     camera_info: str = topics.FETCH_CAMERA_INFO_TOPIC
+    instances: str = topics.FETCH_INSTANCES_TOPIC
     arm_action: str = topics.FETCH_ARM_ACTION
     torso_action: str = topics.FETCH_TORSO_ACTION
     head_action: str = topics.FETCH_HEAD_ACTION

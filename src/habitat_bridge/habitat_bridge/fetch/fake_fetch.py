@@ -7,8 +7,11 @@ except through these interfaces (habitat_bridge.fetch.config.FetchTopics names t
 - /odom (nav_msgs/Odometry) and /joint_states (sensor_msgs/JointState) every tick, stamped with the simulated
   clock (the robot's clock);
 - the arm, torso and head FollowJointTrajectory servers move their joints along the goal's points (linear in
-  between, at the points' times); a new goal replaces the running one, which is aborted;
-- the head camera: the simulator's front head view as colour, registered depth and camera_info;
+  between, at the points' times); a new goal replaces the running one, which is aborted, and starts from the
+  running one's desired positions;
+- the head camera: the simulator's front head view as colour, registered depth and camera_info, and the instance
+  masks an object detector would publish for it (the simulator's instance segmentation, standing in for an
+  open-vocabulary detector as in the no_background setting: names are instance names, categories alias entries);
 - the gripper's GripperCommand server opens the fingers or closes them; closing on something between them (an
   object within 5 cm of the grasp point, or a handle) ends stalled, as a real gripper does.
 
@@ -39,17 +42,25 @@ class FakeFetchConfig:
     """Settings of the fake Fetch.
 
     Attributes:
-        tick: seconds of simulated time per tick (the node ticks at this period of wall time).
+        tick: seconds of simulated time per tick.
+        speed: simulated seconds per second of wall time (the node ticks every tick / speed seconds); above 1 the
+            fake Fetch lives faster than a real one, for tests on a machine with CPU to spare.
         cmd_vel_timeout: a base command older than this (simulated seconds) counts as zero.
         grasp_reach: the fingers hold what lies within this distance of the grasp point (metres).
+        arm_stiffness: factor on the simulated arm's position gains, and arm_damping the velocity gain as seconds
+            times the position gain: a Fetch's arm controllers track stiffly and are damped, where the simulator's
+            bare position servos lag and ring for about 0.3 s after a stop.
     """
 
     tick: float = 0.02
+    speed: float = 1.0
     cmd_vel_timeout: float = 0.5
     grasp_reach: float = 0.05
+    arm_stiffness: float = 4.0
+    arm_damping: float = 0.06
 
     def __post_init__(self) -> None:
-        require_positive(self, ("tick", "cmd_vel_timeout", "grasp_reach"))
+        require_positive(self, ("tick", "speed", "cmd_vel_timeout", "grasp_reach", "arm_stiffness", "arm_damping"))
 
 
 @dataclass
@@ -83,6 +94,22 @@ class FakeFetchCore:
         self._twist = (0.0, 0.0)
         self._twist_time = -math.inf
         self._motions: dict[str, _Motion] = {}
+        self._tune_arm_servos()
+
+    def _tune_arm_servos(self) -> None:
+        """Stiffen and damp the arm's position servos (MuJoCo position actuator: force kp (q_target - q) - kv qdot)."""
+        model = getattr(self.backend, "model", None)
+        if model is None:
+            return
+        import mujoco
+
+        for joint in fetch.ARM_JOINTS:
+            actuator = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, fetch.PREFIX + joint))
+            if actuator >= 0:
+                gain = model.actuator_gainprm[actuator, 0] * self.config.arm_stiffness
+                model.actuator_gainprm[actuator, 0] = gain
+                model.actuator_biasprm[actuator, 1] = -gain
+                model.actuator_biasprm[actuator, 2] = -self.config.arm_damping * gain
 
     @property
     def time(self) -> float:
@@ -108,7 +135,10 @@ class FakeFetchCore:
         if any(later < earlier for earlier, later in zip(times, times[1:])) or times[0] < 0:
             raise ValueError("trajectory point times must not decrease")
         order = [list(joint_names).index(joint) for joint in JOINT_GROUPS[group]]
-        current = self._positions(JOINT_GROUPS[group])
+        # Like ros_control's joint trajectory controller, a new goal starts from where the running one wants the
+        # joints now (not from where they lag behind it), so goals streamed every control period do not fall back.
+        running = self._motions.get(group)
+        current = running.at(self.time)[0] if running is not None else self._positions(JOINT_GROUPS[group])
         self._motions[group] = _Motion(self.time, [0.0, *times], [current] + [[point[i] for i in order]
                                                                               for point in points])
         return group
@@ -140,10 +170,18 @@ class FakeFetchCore:
                 self.backend.set_head_target(*positions)
         self.backend.step(self.config.tick)
 
-    def head_camera(self) -> tuple[np.ndarray, np.ndarray, CameraView]:
-        """The head camera now: RGB, depth registered to it (metres) and its intrinsics (the front head view)."""
-        observation = self.backend.observe(("front",), depth=True)
-        return observation.rgb["front"], observation.depth["front"], observation.cameras["front"]
+    def head_camera(self) -> tuple[np.ndarray, np.ndarray, CameraView, np.ndarray, tuple[str, ...], tuple[str, ...]]:
+        """The head camera now (the front head view): RGB, depth registered to it (metres), its intrinsics, and the
+        detector stand-in's masks: per-pixel index into the names (-1: nothing), names, categories."""
+        observation = self.backend.observe(("front",), depth=True, segmentation=True)
+        segmentation = observation.segmentation["front"]
+        seen = [int(index) for index in np.unique(segmentation) if index >= 0]
+        ids = np.full(segmentation.shape, -1, dtype=np.int32)
+        for position, index in enumerate(seen):
+            ids[segmentation == index] = position
+        return (observation.rgb["front"], observation.depth["front"], observation.cameras["front"], ids,
+                tuple(observation.instance_names[index] for index in seen),
+                tuple(observation.instance_canonicals[index] for index in seen))
 
     def finger_gap(self) -> float:
         """The gap between the fingers now (metres)."""

@@ -1,5 +1,5 @@
 """The fake Fetch node: a ROS 2 process that speaks a real Fetch's interfaces (/cmd_vel, /odom, /joint_states, the
-head camera's colour, registered depth and camera_info, the arm, torso and head FollowJointTrajectory servers, the
+head camera's colour, registered depth and camera_info with a detector's instance masks, the arm, torso and head FollowJointTrajectory servers, the
 gripper's GripperCommand server), backed by the MuJoCo simulator through habitat_bridge.fetch.fake_fetch.FakeFetchCore.
 Nothing else of the simulator is offered. The camera (the simulator's front head view) is rendered at CAMERA_HZ of
 wall time, and only while someone subscribes.
@@ -18,11 +18,11 @@ from typing import Any
 
 from habitat_bridge.bridge_core import image_message, seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS
-from habitat_bridge.fetch.fake_fetch import FakeFetchCore
+from habitat_bridge.fetch.fake_fetch import FakeFetchConfig, FakeFetchCore
 
 READY_LINE = "fake_fetch ready"
 # Frames per second of wall time of the head camera, and its optical frame (a real Fetch's name).
-CAMERA_HZ = 5.0
+CAMERA_HZ = 10.0
 CAMERA_FRAME = "head_camera_rgb_optical_frame"
 
 
@@ -31,6 +31,7 @@ class FakeFetchNode:
 
     def __init__(self, core: FakeFetchCore, topics: Any = None, node_name: str = "fake_fetch") -> None:
         from control_msgs.action import FollowJointTrajectory, GripperCommand
+        from emmoe_interfaces.msg import InstanceMasks
         from geometry_msgs.msg import Twist
         from nav_msgs.msg import Odometry
         from rclpy.action import ActionServer
@@ -47,22 +48,25 @@ class FakeFetchNode:
         self._rgb = self.node.create_publisher(Image, topics.rgb, 2)
         self._depth = self.node.create_publisher(Image, topics.depth, 2)
         self._camera_info = self.node.create_publisher(CameraInfo, topics.camera_info, 2)
+        self._instances = self.node.create_publisher(InstanceMasks, topics.instances, 2)
         self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
         self._waiting: list[tuple[str, Any]] = []
         for group in JOINT_GROUPS:
             ActionServer(self.node, FollowJointTrajectory, getattr(topics, f"{group}_action"),
                          execute_callback=self._follow)
         ActionServer(self.node, GripperCommand, topics.gripper_action, execute_callback=self._grip)
-        self._timer = self.node.create_timer(core.config.tick, self._tick)
+        self._timer = self.node.create_timer(core.config.tick / core.config.speed, self._tick)
         self._camera_timer = self.node.create_timer(1.0 / CAMERA_HZ, self._publish_camera)
 
     def _publish_camera(self) -> None:
+        from emmoe_interfaces.msg import InstanceMasks
         from sensor_msgs.msg import CameraInfo
 
-        if not any(publisher.get_subscription_count() for publisher in (self._rgb, self._depth, self._camera_info)):
+        if not any(publisher.get_subscription_count()
+                   for publisher in (self._rgb, self._depth, self._camera_info, self._instances)):
             return
         seconds = self.core.time
-        rgb, depth, camera = self.core.head_camera()
+        rgb, depth, camera, ids, names, categories = self.core.head_camera()
         self._rgb.publish(image_message(rgb, seconds, CAMERA_FRAME))
         self._depth.publish(image_message(depth, seconds, CAMERA_FRAME))
         info = CameraInfo()
@@ -74,6 +78,11 @@ class FakeFetchNode:
         info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
         info.p = [camera.fx, 0.0, camera.cx, 0.0, 0.0, camera.fy, camera.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
         self._camera_info.publish(info)
+        masks = InstanceMasks()
+        masks.header = info.header
+        masks.ids = image_message(ids, seconds, CAMERA_FRAME)
+        masks.names, masks.categories = list(names), list(categories)
+        self._instances.publish(masks)
 
     def _on_twist(self, message: Any) -> None:
         self.core.command_base(message.linear.x, message.angular.z)
@@ -152,12 +161,17 @@ def main(args: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="fake_fetch_node", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--scene", type=Path, required=True, help="scene.json to load (data/<split>/<id>/)")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="simulated seconds per second of wall time (default 1: as fast as a real Fetch)")
     options, ros_args = parser.parse_known_args(args)
     if not options.scene.is_file():
         parser.error(f"no scene file {options.scene}")
+    if not options.speed > 0:
+        parser.error(f"--speed must be positive, got {options.speed}")
     backend = MujocoBackend()
     backend.reset(SceneSpec.from_dict(json.loads(options.scene.read_text())))
-    return spin_node(lambda: FakeFetchNode(FakeFetchCore(backend)).node, ros_args, num_threads=1,
+    config = FakeFetchConfig(speed=options.speed)
+    return spin_node(lambda: FakeFetchNode(FakeFetchCore(backend, config)).node, ros_args, num_threads=1,
                      name="fake_fetch_node", ready_line=READY_LINE, on_shutdown=backend.close)
 
 

@@ -8,7 +8,8 @@ interfaces only, with every command passing the safety gate.
 - Gripper: GripperCommand goals; closing reports whether the fingers stalled on something.
 - Time: `step(seconds)` waits until the robot's clock (the odometry stamps) has advanced that far.
 - Dry-run: every command is computed and counted in `dry_run_log`, none is sent.
-- Head camera: the newest colour image, registered depth and camera_info (`head_camera()`).
+- Head camera: the newest colour image, registered depth, camera_info and the detector's instance masks
+  (`head_camera()`), or the first frame stamped at or after a given robot time (`frame_after()`).
 - `wait_until_ready()` refuses to start while odometry, joint states or the head camera are stale.
 
 The node is given (the caller spins it); the methods are called from another thread and block on the robot.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,7 +33,29 @@ from habitat_bridge.fetch.config import JOINT_GROUPS, FetchConfig
 from habitat_bridge.fetch.safety import SafetyGate
 
 # Seconds in which the software stop brings the joints to rest.
-STOP_TIME = 0.1
+STOP_TIME = 0.05
+CAMERA_PARTS: tuple[str, ...] = ("rgb", "depth", "info", "instances")
+
+
+@dataclass(frozen=True)
+class CameraFrame:
+    """One head-camera frame.
+
+    Attributes:
+        rgb: (H, W, 3) uint8; depth: (H, W) metres registered to it.
+        intrinsics: from camera_info (pose left at the origin: the caller places it with the robot model).
+        ids: (H, W) int32 index into `names` per pixel, -1 where the detector found nothing.
+        names, categories: the detector's things (tracks) and their categories.
+        stamp: the colour image's stamp (the robot's clock).
+    """
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    intrinsics: CameraView
+    ids: np.ndarray
+    names: tuple[str, ...]
+    categories: tuple[str, ...]
+    stamp: float
 
 
 class FetchRobot:
@@ -39,6 +63,7 @@ class FetchRobot:
 
     def __init__(self, node: Any, config: FetchConfig | None = None) -> None:
         from control_msgs.action import FollowJointTrajectory, GripperCommand
+        from emmoe_interfaces.msg import InstanceMasks
         from geometry_msgs.msg import Twist
         from nav_msgs.msg import Odometry
         from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -56,13 +81,15 @@ class FetchRobot:
         self._joint_stamp: float | None = None
         self._camera: dict[str, Any] = {}
         self._request = (0.0, 0.0)
+        self._sent_at: float | None = None
         self.dry_run_log: list[tuple[str, Any]] = []
         self._twist_out = node.create_publisher(Twist, topics.cmd_vel, 10)
         node.create_subscription(Odometry, topics.odom, self._on_odom, 10)
         node.create_subscription(JointState, topics.joint_states, self._on_joints, 10)
         node.create_subscription(Empty, topics.stop, lambda message: self.stop(), 10)
         for kind, message_type, topic in (("rgb", Image, topics.rgb), ("depth", Image, topics.depth),
-                                          ("info", CameraInfo, topics.camera_info)):
+                                          ("info", CameraInfo, topics.camera_info),
+                                          ("instances", InstanceMasks, topics.instances)):
             node.create_subscription(message_type, topic, lambda message, kind=kind: self._on_camera(kind, message), 2)
         self._trajectories = {group: ActionClient(node, FollowJointTrajectory, getattr(topics, f"{group}_action"))
                               for group in JOINT_GROUPS}
@@ -85,21 +112,36 @@ class FetchRobot:
         with self._lock:
             self._camera[kind] = message
 
-    def head_camera(self) -> tuple[np.ndarray, np.ndarray, CameraView, float]:
-        """The newest head-camera frame: RGB (H, W, 3) uint8, depth (H, W) metres, the intrinsics from camera_info
-        (pose left at the origin: the camera's pose comes from the robot model, not yet built), and its stamp.
+    def head_camera(self) -> CameraFrame:
+        """The newest head-camera frame (colour, registered depth, intrinsics, the detector's masks).
 
         Raises:
-            BackendError: before the first colour image, depth image and camera_info have arrived.
+            BackendError: before the first of each has arrived.
         """
         with self._lock:
-            missing = [kind for kind in ("rgb", "depth", "info") if kind not in self._camera]
+            missing = [kind for kind in CAMERA_PARTS if kind not in self._camera]
             if missing:
                 raise BackendError(f"no head camera {', '.join(missing)} from the robot yet")
-            rgb, depth, info = self._camera["rgb"], self._camera["depth"], self._camera["info"]
+            rgb, depth, info, masks = (self._camera[kind] for kind in CAMERA_PARTS)
         intrinsics = CameraView(width=info.width, height=info.height, fx=info.k[0], fy=info.k[4], cx=info.k[2],
                                 cy=info.k[5], position=(0.0, 0.0, 0.0), rotation=np.eye(3))
-        return image_array(rgb), image_array(depth), intrinsics, seconds_of(rgb.header.stamp)
+        return CameraFrame(image_array(rgb), image_array(depth), intrinsics, image_array(masks.ids).astype(np.int32),
+                           tuple(masks.names), tuple(masks.categories), seconds_of(rgb.header.stamp))
+
+    def frame_after(self, after: float, timeout_s: float = 5.0) -> CameraFrame:
+        """The first frame whose colour, depth and masks are all stamped at or after `after` (robot time).
+
+        Raises:
+            BackendError: when none comes within `timeout_s` seconds of wall time.
+        """
+        def fresh() -> bool:
+            with self._lock:
+                return all(kind in self._camera and seconds_of(self._camera[kind].header.stamp) >= after - 1e-9
+                           for kind in ("rgb", "depth", "instances"))
+
+        if wait_until(fresh, timeout_s, poll_s=0.01) is not WaitStatus.DONE:
+            raise BackendError(f"no head camera frame stamped after {after:.2f} s within {timeout_s:g} s")
+        return self.head_camera()
 
     @property
     def time(self) -> float:
@@ -117,6 +159,19 @@ class FetchRobot:
             pose = self._odom.pose.pose
         yaw = 2.0 * math.atan2(pose.orientation.z, pose.orientation.w)
         return pose.position.x, pose.position.y, math.atan2(math.sin(yaw), math.cos(yaw))
+
+    def base_velocity(self) -> tuple[float, float]:
+        """(forward m/s, turn rad/s) from the last odometry."""
+        with self._lock:
+            if self._odom is None:
+                raise BackendError("no odometry from the robot yet")
+            twist = self._odom.twist.twist
+        return float(twist.linear.x), float(twist.angular.z)
+
+    def joint_states(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Every joint's last position and velocity, by name."""
+        with self._lock:
+            return dict(self._joints), dict(self._joint_speeds)
 
     def joint_positions(self, joints: Sequence[str]) -> list[float]:
         """Positions of `joints` from the last joint states."""
@@ -166,9 +221,13 @@ class FetchRobot:
 
         with self._lock:
             request = self._request
-            if self._odom is None:
+            if self._odom_stamp is None:
                 return
-        forward, turn = self.gate.base_command(*request, self.config.control_period, self.base_pose())
+            now = self._odom_stamp
+        # The ramps act on the robot's clock: the time since the previous command, not the timer's nominal period.
+        period = self.config.control_period if self._sent_at is None else min(max(now - self._sent_at, 0.0), 0.5)
+        self._sent_at = now
+        forward, turn = self.gate.base_command(*request, period, self.base_pose())
         twist = Twist()
         twist.linear.x, twist.angular.z = forward, turn
         self._publish_twist(twist)
@@ -201,7 +260,10 @@ class FetchRobot:
         current = self.joint_positions(joints)
         self._send_trajectory(group, joints, positions, self.gate.joint_motion_time(current, positions))
 
-    def _send_trajectory(self, group: str, joints: Sequence[str], positions: Sequence[float], seconds: float) -> None:
+    def _send_trajectory(self, group: str, joints: Sequence[str], positions: Sequence[float], seconds: float,
+                         start: Sequence[float] | None = None) -> None:
+        """One goal to `group`'s controller: reach `positions` after `seconds`; from `start` (a first point at time
+        0: the controller's trajectory begins there, not where its previous goal wanted the joints) when given."""
         from builtin_interfaces.msg import Duration
         from control_msgs.action import FollowJointTrajectory
         from trajectory_msgs.msg import JointTrajectoryPoint
@@ -213,6 +275,11 @@ class FetchRobot:
         after = stamp(seconds)
         point.time_from_start = Duration(sec=after.sec, nanosec=after.nanosec)
         goal.trajectory.points = [point]
+        if start is not None:
+            first = JointTrajectoryPoint()
+            first.positions = [float(value) for value in start]
+            first.time_from_start = Duration(sec=0, nanosec=0)
+            goal.trajectory.points = [first, point]
         if not self.gate.sends:
             self.dry_run_log.append((group, (tuple(point.positions), seconds)))
             return
@@ -268,9 +335,9 @@ class FetchRobot:
         self._publish_twist(Twist())
         for group, joints in JOINT_GROUPS.items():
             try:
-                rest = [position + 0.5 * STOP_TIME * speeds.get(joint, 0.0)
-                        for joint, position in zip(joints, self.joint_positions(joints))]
-                self._send_trajectory(group, joints, rest, STOP_TIME)
+                now = self.joint_positions(joints)
+                rest = [position + 0.5 * STOP_TIME * speeds.get(joint, 0.0) for joint, position in zip(joints, now)]
+                self._send_trajectory(group, joints, rest, STOP_TIME, start=now)
             except BackendError as error:
                 self.node.get_logger().error(f"software stop: could not hold the {group}: {error}")
 

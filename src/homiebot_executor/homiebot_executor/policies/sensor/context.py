@@ -48,6 +48,8 @@ class SensorConfig:
         clearance: extra margin kept from mapped obstacles when planning (metres).
         nav_success_distance: the base must end within this distance of its standing spot (release: 0.65 m).
         look_every: control steps between observations while driving.
+        views: the head views each look captures (all four on the simulated robot, whose head carries four
+            cameras; a real Fetch's one head camera is "front").
         reach: planar distance from the base centre within which the arm works (metres).
         grasp_distance: the gripper holds what lies within this distance of its grasp point (between the fingers).
         arm_margin: clearance kept between the arm chain and perceived points (metres).
@@ -65,6 +67,7 @@ class SensorConfig:
     clearance: float = 0.03
     nav_success_distance: float = 0.65
     look_every: int = 10
+    views: tuple[str, ...] = VIEWS
     reach: float = fetch.ARM_REACH
     grasp_distance: float = 0.05
     arm_margin: float = 0.03
@@ -79,6 +82,8 @@ class SensorConfig:
                      "reach", "grasp_distance", "cloud_radius", "voxel"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"SensorConfig.{name}: expected a positive number, got {getattr(self, name)}")
+        if not self.views or any(view not in VIEWS for view in self.views):
+            raise ValueError(f"SensorConfig.views: expected some of {', '.join(VIEWS)}, got {self.views}")
         if self.look_every < 1:
             raise ValueError(f"SensorConfig.look_every: expected >= 1, got {self.look_every}")
         if self.clearance < 0 or self.arm_margin < 0:
@@ -154,9 +159,9 @@ class SensorContext(RobotContext[SensorConfig]):
 
     # ---- perception --------------------------------------------------------------------------------------------
     def look(self) -> Snapshot:
-        """Observe the four head views with depth, update the map and the arm-check cloud."""
+        """Observe the head views (config.views) with depth, update the map and the arm-check cloud."""
         with self.lock:
-            observation = self.backend.observe(VIEWS, depth=True, segmentation=True)
+            observation = self.backend.observe(self.config.views, depth=True, segmentation=True)
         x, y, _ = self.base()
         if self.map is None or observation.time < self._last_time:
             self.map = OnlineMap((x, y), self.config.map)
@@ -164,7 +169,7 @@ class SensorContext(RobotContext[SensorConfig]):
         self._last_time = observation.time
         self.looked_from.append((x, y))
         points = {}
-        for view in VIEWS:
+        for view in self.config.views:
             camera = observation.cameras[view]
             image = point_image(observation.depth[view], camera, self.config.map.max_range)
             # The map and the arm-check cloud take every other pixel (about 2 cm apart at 3 m); detections all.
