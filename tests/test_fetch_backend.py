@@ -114,12 +114,11 @@ def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_w
     assert speeds[0][0] <= 0.05 and speeds[0][1] < 0.29, speeds[:3]
     assert abs([speed for at, speed in speeds if at <= 0.1 + 1e-6][-1]) < 0.05, speeds[:6]
     # The arm's motion (1.3 rad still to go on the shoulder at 0.5 rad/s) ends where the stop found it: the joints
-    # are commanded to rest within 50 ms; the arm is below 0.1 rad/s at 100 ms and below 0.05 rad/s at 150 ms.
+    # are held where they are, and the arm is below 0.05 rad/s within 100 ms (like the base, 5 cm/s).
     before_stop = arm_speed(robot, [message for message in joint_states if stamp(message) <= 0][-1:])
     arm_speeds = [(stamp(message), arm_speed(robot, [message])) for message in joint_states if stamp(message) > 0]
     assert before_stop > 0.3, before_stop
-    assert [speed for at, speed in arm_speeds if at <= 0.1 + 1e-6][-1] < 0.1, arm_speeds[:8]
-    assert max(speed for at, speed in arm_speeds if at >= 0.15 - 1e-6) < 0.05, arm_speeds
+    assert max(speed for at, speed in arm_speeds if at >= 0.1 - 1e-6) < 0.05, arm_speeds[:8]
     assert max(abs(a - b) for a, b in zip(arm_at_stop, robot.joint_positions(fetch.ARM_JOINTS))) < 0.1
     # Latched: later commands move nothing until an operator releases the stop.
     robot.set_base_velocity(0.3, 0.0)
@@ -203,6 +202,7 @@ def test_the_fake_fetch_offers_only_a_fetchs_interfaces(fake_fetch, spun):
     assert not {name for name in services if name.startswith("/sim")}
 
 
+@pytest.mark.timeout(900)
 def test_the_expert_completes_a_test_task_through_the_fetch_backend(tmp_path, monkeypatch, ros_process):
     """Test task 99 (the bowl into the sink, the sugar box onto the sofa) run by `homiebot run` on the fetch backend
     against the fake Fetch: sensor-only skills, the planner's four views by turning the base, checks against the

@@ -67,6 +67,8 @@ class FetchBackendConfig:
         views_by: "base" (turn the base in place for every other view, as the release did) or "head" (pan the head
             for left and right; the back view turns the base).
         turn_tolerance: radians within which a turn for a view is done.
+        stall_tolerance: a turn that stops making progress this close (radians) counts as done (the base brushing
+            furniture); each view's camera pose is the one measured, so the view is only a little off its heading.
         head_tolerance: radians within which a head pan is done.
         settle_timeout: robot seconds a turn or pan may take before the observation fails.
         grasp_match: the held object is the remembered object within this distance of the grasp point (metres).
@@ -75,6 +77,7 @@ class FetchBackendConfig:
 
     views_by: str = "base"
     turn_tolerance: float = 0.03
+    stall_tolerance: float = 0.2
     head_tolerance: float = 0.02
     settle_timeout: float = 30.0
     grasp_match: float = 0.15
@@ -83,7 +86,8 @@ class FetchBackendConfig:
     def __post_init__(self) -> None:
         if self.views_by not in ("base", "head"):
             raise ValueError(f"FetchBackendConfig.views_by must be 'base' or 'head', got {self.views_by!r}")
-        require_positive(self, ("turn_tolerance", "head_tolerance", "settle_timeout", "grasp_match", "min_pixels"))
+        require_positive(self, ("turn_tolerance", "stall_tolerance", "head_tolerance", "settle_timeout", "grasp_match",
+                                "min_pixels"))
 
 
 class FetchBackend(SimBackend):
@@ -278,7 +282,8 @@ class FetchBackend(SimBackend):
 
     def _turn_to(self, yaw: float) -> None:
         """Turn the base in place to a heading (closed loop on odometry). A turn that stops making progress (the arm
-        or the base touching something) is tried once the other way round.
+        or the base touching something) counts as done within stall_tolerance, and is otherwise tried once the other
+        way round.
 
         Raises:
             BackendError: when neither way gets there within settle_timeout.
@@ -294,6 +299,9 @@ class FetchBackend(SimBackend):
                 if abs(remaining) < best - 0.01:
                     best, progress_at = abs(remaining), self.robot.time
                 if self.robot.time > deadline or self.robot.time - progress_at > STALL_TIME:
+                    if abs(remaining) <= self.config.stall_tolerance:  # close enough: the view is a little off
+                        self.robot.set_base_velocity(0.0, 0.0)
+                        return
                     break
                 self.robot.set_base_velocity(0.0, float(np.clip(2.0 * remaining, -1.0, 1.0)))
                 self.robot.step(self.robot.config.control_period)

@@ -3,7 +3,8 @@ interfaces only, with every command passing the safety gate.
 
 - Base: the requested (forward, turn) is sent on /cmd_vel every control period through the SafetyGate (limits,
   ramps, fence); the software stop topic latches the gate, sends a zero twist at once and brings the arm, torso and
-  head to rest within STOP_TIME (a trajectory to where each joint comes to rest at constant deceleration).
+  head where they are (a trajectory from the measured positions to the same positions within STOP_TIME; the
+  controllers brake).
 - Arm, torso, head: one-point FollowJointTrajectory goals, timed by the joint speed limit.
 - Gripper: GripperCommand goals; closing reports whether the fingers stalled on something.
 - Time: `step(seconds)` waits until the robot's clock (the odometry stamps) has advanced that far.
@@ -32,7 +33,7 @@ from habitat_bridge.bridge_core import image_array, seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS, FetchConfig
 from habitat_bridge.fetch.safety import SafetyGate
 
-# Seconds in which the software stop brings the joints to rest.
+# Seconds of the software stop's hold trajectories (the joints are held where the stop found them).
 STOP_TIME = 0.05
 CAMERA_PARTS: tuple[str, ...] = ("rgb", "depth", "info", "instances")
 
@@ -324,20 +325,18 @@ class FetchRobot:
 
     # ---- safety ----------------------------------------------------------------------------------------------------
     def stop(self) -> None:
-        """The software stop: latch the gate, zero the base now, and bring the arm, torso and head to rest within
-        STOP_TIME at constant deceleration (a hold at where each joint then comes to rest)."""
+        """The software stop: latch the gate, zero the base now, and hold the arm, torso and head where they are (a
+        trajectory that starts and ends at the measured positions, replacing whatever the controllers were doing)."""
         from geometry_msgs.msg import Twist
 
         self.gate.stop()
         with self._lock:
             self._request = (0.0, 0.0)
-            speeds = dict(self._joint_speeds)
         self._publish_twist(Twist())
         for group, joints in JOINT_GROUPS.items():
             try:
                 now = self.joint_positions(joints)
-                rest = [position + 0.5 * STOP_TIME * speeds.get(joint, 0.0) for joint, position in zip(joints, now)]
-                self._send_trajectory(group, joints, rest, STOP_TIME, start=now)
+                self._send_trajectory(group, joints, now, STOP_TIME, start=now)
             except BackendError as error:
                 self.node.get_logger().error(f"software stop: could not hold the {group}: {error}")
 
