@@ -62,6 +62,8 @@ from homiebot_planner.settings import (
 # How long the first StepRecord waits for a subscriber (the evaluator) to be matched: /emmoe/steps is volatile, so a
 # record published before discovery matched the evaluator (a run that gives up right after its goal) would be lost.
 STEP_SUBSCRIBER_WAIT_S = 10.0
+# Then how long it waits for the subscriber's side of the match (the writer can see the reader first).
+STEP_MATCH_GRACE_S = 0.5
 _EXECUTOR_FAULTS = (ExecuteSubtask.Result.CANCELED, ExecuteSubtask.Result.BUSY, ExecuteSubtask.Result.INTERNAL_ERROR)
 _FAULT_CODES = {FaultSource.SIMULATOR: RunTask.Result.SIMULATOR_ERROR, FaultSource.EXECUTOR: RunTask.Result.EXECUTOR_ERROR,
                 FaultSource.PLANNER: RunTask.Result.PLANNER_ERROR}
@@ -107,12 +109,16 @@ class PlannerNode(Node):
 
     def publish_step(self, record: StepRecord) -> None:
         """Publish a StepRecord on /emmoe/steps; the node's first one waits for a subscriber (at most
-        STEP_SUBSCRIBER_WAIT_S): the topic is volatile, and a run that ends right after its goal would otherwise
+        STEP_SUBSCRIBER_WAIT_S, then STEP_MATCH_GRACE_S for the subscriber's side of the match): the topic is
+        volatile, and a run that ends right after its goal would otherwise
         publish its only record before discovery matched the evaluator, which then never scores the run."""
         if not self._steps_matched:
             deadline = time.monotonic() + STEP_SUBSCRIBER_WAIT_S
             while self._steps.get_subscription_count() == 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
+            # The writer may see the reader before the reader has matched the writer; a sample sent in between
+            # can be lost on a volatile topic.
+            time.sleep(STEP_MATCH_GRACE_S)
             self._steps_matched = True
         self._steps.publish(record)
 
