@@ -113,9 +113,6 @@ class BridgeNode(Node):
         self.create_service(ResetEpisode, RESET_EPISODE_SERVICE, self._on_reset, callback_group=group)
         self.create_service(GetObservation, GET_OBSERVATION_SERVICE, self._on_get_observation, callback_group=group)
         self.create_service(QueryScene, QUERY_SCENE_SERVICE, self._on_query_scene, callback_group=group)
-        self._base_command = bridge_core.BaseCommand(self.config.cmd_vel_timeout)
-        period = 1.0 / self.config.rate_hz
-        self._pacer = bridge_core.TickPacer(period, time.monotonic())
         if not self.backend.runs_itself:
             self._start_simulation(group)
         self._video_views = bridge_core.video_views(self.backend.views)
@@ -128,6 +125,8 @@ class BridgeNode(Node):
         """The free-running simulation: /cmd_vel in; /clock, /odom, /joint_states and the head views out. Ticks and
         camera frames in groups of their own: spun by several threads (in-process users), one at a time each, never
         queued up behind each other on the simulator lock."""
+        self._base_command = bridge_core.BaseCommand(self.config.cmd_vel_timeout)
+        self._pacer = bridge_core.TickPacer(1.0 / self.config.rate_hz, time.monotonic())
         self._odom_publisher = self.create_publisher(Odometry, ODOM_TOPIC, 10)
         self._joint_publisher = self.create_publisher(JointState, JOINT_STATES_TOPIC, 10)
         self._clock_publisher = self.create_publisher(Clock, CLOCK_TOPIC, 10)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -172,9 +173,10 @@ def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) ->
     skill_config: Any = None
     if options["backend"] == "fetch":
         backend = fetch_backend(options, setting, **node_kwargs)
-        period = SensorConfig().control_period
-        arm_speed = min(SensorConfig().arm_speed, backend.robot.config.safety.max_joint_speed * period)
-        backend_name, skill_config = "fetch", SensorConfig(views=FETCH_SKILL_VIEWS, arm_speed=arm_speed)
+        defaults = SensorConfig()
+        # The skills move the arm no faster per control step than the robot's joint speed limit lets it follow.
+        arm_speed = min(defaults.arm_speed, backend.robot.config.safety.max_joint_speed * defaults.control_period)
+        backend_name, skill_config = "fetch", replace(defaults, views=FETCH_SKILL_VIEWS, arm_speed=arm_speed)
     else:
         backend_name = resolve_backend_name(options["backend"])
         backend = create_backend(backend_name)

@@ -36,7 +36,8 @@ from habitat_bridge.backends.mujoco_index import (  # noqa: E402
     ACTUATED_JOINTS, Instance, ModelIndex, container_state, index_model, instance_pose, qpos_address,
     resting_relations)
 from habitat_bridge.backends.mujoco_robot import (  # noqa: E402
-    carry, hold_handle, let_go_handle, nearest_handle, nearest_object, release, render_views, run_physics, weld)
+    carry, hold_handle, let_go_handle, nearest_handle, nearest_object, release, render_views, run_physics, site_pose,
+    weld)
 from habitat_bridge.backends.rendering import MultiViewRenderer  # noqa: E402
 from habitat_bridge.official import OfficialEpisode  # noqa: E402
 from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec  # noqa: E402
@@ -442,16 +443,12 @@ class MujocoBackend(SimBackend):
         x, y, yaw = self._base_pose()
         vx, vy, turn = (float(data.qvel[dof]) for dof in self._index.base_dof)
         forward = vx * math.cos(yaw) + vy * math.sin(yaw)
-        site_rotation = data.site_xmat[self._index.grip_site]
-        quaternion = np.zeros(4)
-        mujoco.mju_mat2Quat(quaternion, site_rotation)
         return RobotState(
             base=Pose.from_yaw(x, y, 0.0, yaw), base_velocity=(forward, turn),
             joint_names=self.actuated_joint_names,
             joint_positions=tuple(float(data.qpos[address]) for address in self._index.actuated_qpos),
             joint_velocities=tuple(float(data.qvel[dof]) for dof in self._index.actuated_dof),
-            gripper=Pose(tuple(float(v) for v in data.site_xpos[self._index.grip_site]),  # type: ignore[arg-type]
-                         tuple(float(v) for v in quaternion)),  # type: ignore[arg-type]
+            gripper=site_pose(data, self._index.grip_site),
             held_object=self._held, time=float(data.time))
 
     def teleport_base(self, x: float, y: float, yaw: float) -> None:

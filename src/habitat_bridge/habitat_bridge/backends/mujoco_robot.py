@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot.state import VIEWS, BackendError, CameraView, Observation
+from emmoe_eval.robot.state import VIEWS, BackendError, CameraView, Observation, Pose
 
 from habitat_bridge.backends import fetch_model, mjcf_builder
 from habitat_bridge.backends.mujoco_index import Instance, ModelIndex
@@ -255,13 +255,29 @@ def render_views(renderer: MultiViewRenderer, data: mujoco.MjData, index: ModelI
 _OPTICAL_FROM_MUJOCO = np.diag([1.0, -1.0, -1.0])
 
 
+def camera_pose(data: mujoco.MjData, camera: int) -> tuple[tuple[float, float, float], np.ndarray]:
+    """World position and optical-to-world rotation (emmoe_eval.robot.state.CameraView) of a camera, from data whose
+    camera poses are computed (mj_forward, or mj_kinematics and mj_camlight)."""
+    rotation: np.ndarray = data.cam_xmat[camera].reshape(3, 3) @ _OPTICAL_FROM_MUJOCO
+    x, y, z = (float(value) for value in data.cam_xpos[camera])
+    return (x, y, z), rotation.copy()
+
+
+def site_pose(data: mujoco.MjData, site: int) -> Pose:
+    """World pose of a site (the grasp point)."""
+    quaternion = np.zeros(4)
+    mujoco.mju_mat2Quat(quaternion, data.site_xmat[site])
+    x, y, z = (float(value) for value in data.site_xpos[site])
+    w, qx, qy, qz = (float(value) for value in quaternion)
+    return Pose((x, y, z), (w, qx, qy, qz))
+
+
 def camera_view(model: mujoco.MjModel, data: mujoco.MjData, camera: int, shape: tuple[int, ...]) -> CameraView:
     """Intrinsics (square pixels, centred principal point) and world pose of a camera for an image of `shape`."""
     height, width = int(shape[0]), int(shape[1])
     focal = (height / 2.0) / math.tan(math.radians(float(model.cam_fovy[camera])) / 2.0)
-    rotation = data.cam_xmat[camera].reshape(3, 3) @ _OPTICAL_FROM_MUJOCO
-    return CameraView(width, height, focal, focal, width / 2.0, height / 2.0,
-                      tuple(float(value) for value in data.cam_xpos[camera]), rotation.copy())  # type: ignore[arg-type]
+    position, rotation = camera_pose(data, camera)
+    return CameraView(width, height, focal, focal, width / 2.0, height / 2.0, position, rotation)
 
 
 def _visible(index: ModelIndex, instance_ids: np.ndarray, min_pixels: int,

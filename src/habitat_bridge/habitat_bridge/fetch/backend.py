@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import mujoco
 import numpy as np
@@ -44,6 +44,7 @@ from emmoe_eval.robot.state import (
 
 from habitat_bridge.backends.base import Scene, SimBackend
 from habitat_bridge.backends.fetch_model import kinematic_description
+from habitat_bridge.backends.mujoco_robot import camera_pose, site_pose
 from habitat_bridge.fetch.robot import CameraFrame, FetchRobot
 from habitat_bridge.fetch.safety import require_positive
 from habitat_bridge.fetch.scene_memory import SceneMemory
@@ -51,8 +52,6 @@ from habitat_bridge.scene_spec import SceneSpec
 
 # Heading of each view relative to the front (radians, counter-clockwise).
 VIEW_ANGLES: dict[str, float] = {"front": 0.0, "left": math.pi / 2, "back": math.pi, "right": -math.pi / 2}
-# MuJoCo cameras look along -z with y up; the optical frame looks along +z with y down.
-OPTICAL_FROM_MUJOCO = np.diag([1.0, -1.0, -1.0])
 # Robot seconds without progress after which a turn for a view counts as blocked.
 STALL_TIME = 2.0
 # Fingers closer than this (metres between them) hold nothing.
@@ -170,12 +169,6 @@ class FetchBackend(SimBackend):
         mujoco.mj_kinematics(self._model, self._data)
         mujoco.mj_camlight(self._model, self._data)  # camera poses (mj_kinematics leaves them)
 
-    def _grasp_pose(self) -> Pose:
-        quaternion = np.zeros(4)
-        mujoco.mju_mat2Quat(quaternion, self._data.site_xmat[self._grip_site])
-        return Pose(tuple(float(v) for v in self._data.site_xpos[self._grip_site]),  # type: ignore[arg-type]
-                    tuple(float(v) for v in quaternion))  # type: ignore[arg-type]
-
     # ---- the robot interface -----------------------------------------------------------------------------------
     def step(self, seconds: float) -> None:
         self.robot.step(seconds)
@@ -185,7 +178,7 @@ class FetchBackend(SimBackend):
         positions, speeds = self.robot.joint_states()
         with self._lock:
             self._kinematics(base, positions)
-            gripper = self._grasp_pose()
+            gripper = site_pose(self._data, self._grip_site)
             memory = self.memory
             held = self._held_name(positions)
             if memory is not None and held is not None:
@@ -333,12 +326,8 @@ class FetchBackend(SimBackend):
         positions, _ = self.robot.joint_states()
         with self._lock:
             self._kinematics(base, positions)
-            position = tuple(float(v) for v in self._data.cam_xpos[self._front_camera])
-            rotation = self._data.cam_xmat[self._front_camera].reshape(3, 3) @ OPTICAL_FROM_MUJOCO
-        intrinsics = frame.intrinsics
-        camera = CameraView(intrinsics.width, intrinsics.height, intrinsics.fx, intrinsics.fy, intrinsics.cx,
-                            intrinsics.cy, position, rotation.copy())  # type: ignore[arg-type]
-        return frame, camera
+            position, rotation = camera_pose(self._data, self._front_camera)
+        return frame, replace(frame.intrinsics, position=position, rotation=rotation)
 
     def _observation(self, frames: dict[str, tuple[CameraFrame, CameraView]], depth: bool,
                      segmentation: bool) -> Observation:

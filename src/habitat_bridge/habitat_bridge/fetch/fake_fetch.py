@@ -176,10 +176,10 @@ class FakeFetchCore:
         detector stand-in's masks: per-pixel index into the names (-1: nothing), names, categories."""
         observation = self.backend.observe(("front",), depth=True, segmentation=True)
         segmentation = observation.segmentation["front"]
-        seen = [int(index) for index in np.unique(segmentation) if index >= 0]
-        ids = np.full(segmentation.shape, -1, dtype=np.int32)
-        for position, index in enumerate(seen):
-            ids[segmentation == index] = position
+        values, positions = np.unique(segmentation, return_inverse=True)
+        seen = [int(index) for index in values if index >= 0]
+        # The simulator's ids renumbered 0.. over the things in view (-1 stays -1: it sorts first when present).
+        ids = (positions.reshape(segmentation.shape) - (1 if values[0] < 0 else 0)).astype(np.int32)
         return (observation.rgb["front"], observation.depth["front"], observation.cameras["front"], ids,
                 tuple(observation.instance_names[index] for index in seen),
                 tuple(observation.instance_canonicals[index] for index in seen))

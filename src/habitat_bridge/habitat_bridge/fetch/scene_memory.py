@@ -23,6 +23,7 @@ from emmoe_eval.robot.layout import SceneLayout
 from emmoe_eval.robot.state import ContainerState, InstanceState, Pose, UnknownNameError
 
 from habitat_bridge.backends.base import resolve_name
+from habitat_bridge.backends.mjcf_builder import CEILING_HEIGHT
 from habitat_bridge.furniture import slot_defaults
 from habitat_bridge.layout import local_to_world, object_start_pose, resolve_offsets, scene_layout
 from habitat_bridge.scene_spec import SceneSpec
@@ -67,7 +68,8 @@ class SceneMemory:
         for room in self.spec.rooms:
             xmin, ymin, xmax, ymax = room.bounds
             self._add(InstanceState(room.name, room.canonical or room.kind, "room",
-                                    Pose(((xmin + xmax) / 2, (ymin + ymax) / 2, 0.0)), (xmax - xmin, ymax - ymin, 2.6)),
+                                    Pose(((xmin + xmax) / 2, (ymin + ymax) / 2, 0.0)),
+                                    (xmax - xmin, ymax - ymin, CEILING_HEIGHT)),
                       (room.kind,))
 
     def _add(self, state: InstanceState, labels: tuple[str, ...] = ()) -> None:
@@ -176,7 +178,7 @@ class SceneMemory:
         best = min(objects, key=lambda state: math.dist(point, state.pose.position), default=None)
         return best.name if best is not None and math.dist(point, best.pose.position) <= within else None
 
-    def follow_hand(self, grasp_point: tuple[float, float, float]) -> None:  # noqa: D401
+    def follow_hand(self, grasp_point: tuple[float, float, float]) -> None:
         """Move the held object with the grasp point (called with the robot state)."""
         with self._lock:
             if self.held is None:
