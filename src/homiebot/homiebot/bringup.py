@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from homiebot.setting import setting_overrides
+from homiebot.setting import STACK_NODE, setting_overrides
 from homiebot.supervisor import ProcessSpec
 
 CONFIG_FILE = "emmoe_sim.yaml"
@@ -50,6 +50,9 @@ EMMOE_SIM_NODES: tuple[NodeSpec, ...] = (
     NodeSpec("planner", "homiebot_planner", "planner_node"),
 )
 PLANNER_NODE = "planner"
+# A real robot takes the planner's four views by turning its base a full circle at its speed limit (and the fake
+# Fetch in CI shares two cores with the stack): an observation takes tens of seconds, not the simulator's one.
+FETCH_OBSERVATION_TIMEOUT_S = 90.0
 API_KEY_PARAMETER = "openai_api_key_env"
 
 
@@ -109,7 +112,9 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
 
 
 def stack_parameters(setting: str, items: Sequence[str]) -> dict[str, dict[str, object]]:
-    """The per-node overrides of a benchmark setting (homiebot.setting), `NODE.PARAM=VALUE` items on top.
+    """The per-node overrides of a benchmark setting (homiebot.setting), `NODE.PARAM=VALUE` items on top. With
+    `sim_stack.backend=fetch` the planner waits FETCH_OBSERVATION_TIMEOUT_S for an observation unless an item
+    says otherwise.
 
     Raises:
         ValueError: an unknown setting or a malformed item.
@@ -117,6 +122,8 @@ def stack_parameters(setting: str, items: Sequence[str]) -> dict[str, dict[str, 
     parameters = setting_overrides(setting)
     for node, values in parse_overrides(items).items():
         parameters.setdefault(node, {}).update(values)
+    if parameters.get(STACK_NODE, {}).get("backend") == "fetch":
+        parameters.setdefault(PLANNER_NODE, {}).setdefault("observation_timeout_s", FETCH_OBSERVATION_TIMEOUT_S)
     return parameters
 
 

@@ -18,8 +18,16 @@ FINGER_JOINTS: tuple[str, ...] = ("r_gripper_finger_joint", "l_gripper_finger_jo
 GRIP_SITE = "grip"
 # Fetch's "tucked" arm (the pose it drives with): joint order as ARM_JOINTS.
 TUCKED_ARM: tuple[float, ...] = (1.32, 1.40, -0.2, 1.72, 0.0, 1.66, 0.0)
-# Fetch's base radius plus a small margin (metres).
+# Fetch's base radius (its front edge, metres), and with a small margin.
+BASE_RADIUS = 0.29
 ROBOT_RADIUS = 0.32
+# The base laser (a SICK TIM571): mounted LASER_MOUNT (forward, left, up, metres) from the base frame, LASER_RAYS rays
+# from -LASER_HALF_ANGLE to +LASER_HALF_ANGLE radians (220 degrees), ranges LASER_RANGE metres, LASER_HZ scans/s.
+LASER_MOUNT: tuple[float, float, float] = (0.235, 0.0, 0.2878)
+LASER_HALF_ANGLE = 1.91986
+LASER_RAYS = 662
+LASER_RANGE: tuple[float, float] = (0.05, 25.0)
+LASER_HZ = 15.0
 # Planar distance from the base centre within which the arm works (metres): the skills stand at most this far from
 # what they grasp or reach.
 ARM_REACH = 0.88

@@ -24,11 +24,12 @@ from functools import lru_cache
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from emmoe_eval.robot.fetch import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, HEAD_JOINTS, PREFIX, TORSO_JOINT
+from emmoe_eval.robot.fetch import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, HEAD_JOINTS, LASER_MOUNT, PREFIX, TORSO_JOINT
 from emmoe_eval.robot.state import VIEWS
 
 THIRD_PERSON_VIEWS: tuple[str, ...] = tuple(f"third_{view}" for view in VIEWS)
 GRIPPER_BODY = "gripper_link"
+BASE_BODY = PREFIX + "base_link"
 FINGER_OPEN = 0.05
 # Geom groups: the arm and gripper (seen by the head cameras when they reach forward) and the rest of the body
 # (base, torso, head: never inside the head views' fields of view, so the head views skip drawing them).
@@ -148,7 +149,7 @@ def _hinge(body: ET.Element, name: str, axis: str, limits: tuple[float, float] |
 
 def build_fetch(worldbody: ET.Element, cameras: FetchCameraConfig) -> ET.Element:
     """Add the Fetch body tree to <worldbody>; returns the base body. The base starts at the world origin."""
-    base = ET.SubElement(worldbody, "body", name=PREFIX + "base_link", pos="0 0 0")
+    base = ET.SubElement(worldbody, "body", name=BASE_BODY, pos="0 0 0")
     # Damping near critical for the base actuators' stiffness: the base tracks commands in about 0.1 s.
     ET.SubElement(base, "joint", name=PREFIX + "base_x", type="slide", axis="1 0 0", damping="3000", armature="1")
     ET.SubElement(base, "joint", name=PREFIX + "base_y", type="slide", axis="0 1 0", damping="3000", armature="1")
@@ -164,7 +165,7 @@ def build_fetch(worldbody: ET.Element, cameras: FetchCameraConfig) -> ET.Element
         geom.set("contype", "0")
     # Small primitives for the laser and the e-stop.
     ET.SubElement(base, "geom", name=PREFIX + "laser_link", type="cylinder", size="0.03 0.025",
-                  pos="0.235 0 0.2878", rgba="0.79 0.82 0.93 1", contype="0", conaffinity="0",
+                  pos=_fmt(*LASER_MOUNT), rgba="0.79 0.82 0.93 1", contype="0", conaffinity="0",
                   group=str(BODY_GROUP))
     ET.SubElement(base, "geom", name=PREFIX + "estop_link", type="cylinder", size="0.02 0.01",
                   pos="-0.1246 0.2389 0.3113", quat="0.7071 0.7071 0 0", rgba="0.8 0 0 1", contype="0",

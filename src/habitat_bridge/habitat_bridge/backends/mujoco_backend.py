@@ -36,8 +36,8 @@ from habitat_bridge.backends.mujoco_index import (  # noqa: E402
     ACTUATED_JOINTS, Instance, ModelIndex, container_state, index_model, instance_pose, qpos_address,
     resting_relations)
 from habitat_bridge.backends.mujoco_robot import (  # noqa: E402
-    carry, hold_handle, let_go_handle, nearest_handle, nearest_object, release, render_views, run_physics, site_pose,
-    weld)
+    carry, hold_handle, let_go_handle, nearest_handle, nearest_object, planar_scan, release, render_views, run_physics,
+    site_pose, weld)
 from habitat_bridge.backends.rendering import MultiViewRenderer  # noqa: E402
 from habitat_bridge.official import OfficialEpisode  # noqa: E402
 from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec  # noqa: E402
@@ -450,6 +450,15 @@ class MujocoBackend(SimBackend):
             joint_velocities=tuple(float(data.qvel[dof]) for dof in self._index.actuated_dof),
             gripper=site_pose(data, self._index.grip_site),
             held_object=self._held, time=float(data.time))
+
+    def laser_ranges(self, mount: tuple[float, float, float], angles: np.ndarray, max_range: float) -> np.ndarray:
+        """A base laser at `mount` (forward, left, up of the base frame): mujoco_robot.planar_scan from there."""
+        self._require()
+        x, y, yaw = self._base_pose()
+        ahead, left, up = mount
+        cos, sin = math.cos(yaw), math.sin(yaw)
+        origin = (x + ahead * cos - left * sin, y + ahead * sin + left * cos, up)
+        return planar_scan(self.model, self.data, self._index, origin, yaw, angles, max_range)
 
     def teleport_base(self, x: float, y: float, yaw: float) -> None:
         if not all(math.isfinite(value) for value in (x, y, yaw)):

@@ -287,3 +287,21 @@ def _visible(index: ModelIndex, instance_ids: np.ndarray, min_pixels: int,
     seen = [index.instances[number] for number in np.nonzero(counts >= min_pixels)[0]]
     seen.sort(key=distance_of)
     return tuple(item.name for item in seen)
+
+
+def planar_scan(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, origin: Sequence[float], yaw: float,
+                angles: np.ndarray, max_range: float) -> np.ndarray:
+    """Ranges of a horizontal laser at `origin` (world) facing `yaw`, mounted on the robot's base body, one per angle
+    (radians, counter-clockwise from straight ahead): the distance to the first surface of the room, inf where there
+    is none within `max_range` or where the ray meets the robot's arm or what it holds (a laser driver's
+    self-filter)."""
+    base = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, fetch_model.BASE_BODY))
+    headings = yaw + np.asarray(angles, dtype=float)
+    directions = np.stack([np.cos(headings), np.sin(headings), np.zeros_like(headings)], axis=1)
+    geoms = np.full(len(headings), -1, dtype=np.int32)
+    ranges = np.full(len(headings), -1.0)
+    mujoco.mj_multiRay(model, data, np.asarray(origin, dtype=float), directions.ravel(), None, True, base, geoms,
+                       ranges, None, len(headings), float(max_range))
+    missed = (geoms < 0) | (ranges < 0) | (ranges > max_range)
+    missed[~missed] |= index.robot_geoms[geoms[~missed]]
+    return np.where(missed, np.inf, ranges)

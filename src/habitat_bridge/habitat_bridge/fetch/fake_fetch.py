@@ -13,7 +13,9 @@ except through these interfaces (habitat_bridge.fetch.config.FetchTopics names t
   masks an object detector would publish for it (the simulator's instance segmentation, standing in for an
   open-vocabulary detector as in the no_background setting: names are instance names, categories alias entries);
 - the gripper's GripperCommand server opens the fingers or closes them; closing on something between them (an
-  object within 5 cm of the grasp point, or a handle) ends stalled, as a real gripper does.
+  object within 5 cm of the grasp point, or a handle) ends stalled, as a real gripper does;
+- /base_scan (sensor_msgs/LaserScan): the base laser's ranges, ray-cast in the simulated room from the laser's mount
+  (emmoe_eval.robot.fetch.LASER_*), at LASER_HZ of the robot's clock.
 
 `FakeFetchCore` is the simulator side (no ROS); habitat_bridge.fetch.fake_fetch_node is the thin node around it
 (the `fake_fetch_node` process).
@@ -62,6 +64,11 @@ class FakeFetchConfig:
 
     def __post_init__(self) -> None:
         require_positive(self, ("tick", "speed", "cmd_vel_timeout", "grasp_reach", "arm_stiffness", "arm_damping"))
+
+
+def laser_angles() -> np.ndarray:
+    """The base laser's ray angles (radians, counter-clockwise from straight ahead)."""
+    return np.linspace(-fetch.LASER_HALF_ANGLE, fetch.LASER_HALF_ANGLE, fetch.LASER_RAYS)
 
 
 @dataclass
@@ -183,6 +190,15 @@ class FakeFetchCore:
         return (observation.rgb["front"], observation.depth["front"], observation.cameras["front"], ids,
                 tuple(observation.instance_names[index] for index in seen),
                 tuple(observation.instance_canonicals[index] for index in seen))
+
+    def base_scan(self) -> np.ndarray:
+        """The base laser's ranges now, one per ray of `laser_angles()` (inf: no return within range)."""
+        laser_ranges = getattr(self.backend, "laser_ranges", None)
+        if laser_ranges is None:
+            raise ValueError(f"the {type(self.backend).__name__} has no laser")
+        ranges: np.ndarray = laser_ranges(fetch.LASER_MOUNT, laser_angles(), fetch.LASER_RANGE[1])
+        ranges[ranges < fetch.LASER_RANGE[0]] = np.inf
+        return ranges
 
     def finger_gap(self) -> float:
         """The gap between the fingers now (metres)."""

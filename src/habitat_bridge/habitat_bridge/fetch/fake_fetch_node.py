@@ -1,8 +1,9 @@
-"""The fake Fetch node: a ROS 2 process that speaks a real Fetch's interfaces (/cmd_vel, /odom, /joint_states, the
-head camera's colour, registered depth and camera_info with a detector's instance masks, the arm, torso and head FollowJointTrajectory servers, the
-gripper's GripperCommand server), backed by the MuJoCo simulator through habitat_bridge.fetch.fake_fetch.FakeFetchCore.
-Nothing else of the simulator is offered. The camera (the simulator's front head view) is rendered at CAMERA_HZ of
-wall time, and only while someone subscribes.
+"""The fake Fetch node: a ROS 2 process that speaks a real Fetch's interfaces (/cmd_vel, /odom, /joint_states,
+/base_scan, the head camera's colour, registered depth and camera_info with a detector's instance masks, the arm,
+torso and head FollowJointTrajectory servers, the gripper's GripperCommand server), backed by the MuJoCo simulator
+through habitat_bridge.fetch.fake_fetch.FakeFetchCore. Nothing else of the simulator is offered. The camera (the
+simulator's front head view) is rendered at CAMERA_HZ of wall time, and only while someone subscribes; the laser
+scans at the real laser's rate of the robot's clock.
 
 `fake_fetch_node --scene data/test/100/scene.json` (one thread, like the bridge node: callbacks are short, and the
 action servers' execute callbacks are coroutines that wait for the tick that ends their motion).
@@ -16,14 +17,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from emmoe_eval.robot import fetch
+
 from habitat_bridge.bridge_core import image_message, seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS
-from habitat_bridge.fetch.fake_fetch import FakeFetchConfig, FakeFetchCore
+from habitat_bridge.fetch.fake_fetch import FakeFetchConfig, FakeFetchCore, laser_angles
 
 READY_LINE = "fake_fetch ready"
 # Frames per second of wall time of the head camera, and its optical frame (a real Fetch's name).
 CAMERA_HZ = 10.0
 CAMERA_FRAME = "head_camera_rgb_optical_frame"
+LASER_FRAME = "base_laser_link"
 
 
 class FakeFetchNode:
@@ -36,7 +40,7 @@ class FakeFetchNode:
         from nav_msgs.msg import Odometry
         from rclpy.action import ActionServer
         from rclpy.node import Node
-        from sensor_msgs.msg import CameraInfo, Image, JointState
+        from sensor_msgs.msg import CameraInfo, Image, JointState, LaserScan
 
         from habitat_bridge.fetch.config import FetchTopics
 
@@ -49,6 +53,7 @@ class FakeFetchNode:
         self._depth = self.node.create_publisher(Image, topics.depth, 2)
         self._camera_info = self.node.create_publisher(CameraInfo, topics.camera_info, 2)
         self._instances = self.node.create_publisher(InstanceMasks, topics.instances, 2)
+        self._scan = self.node.create_publisher(LaserScan, topics.base_scan, 5)
         self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
         self._waiting: list[tuple[str, Any]] = []
         for group in JOINT_GROUPS:
@@ -57,6 +62,20 @@ class FakeFetchNode:
         ActionServer(self.node, GripperCommand, topics.gripper_action, execute_callback=self._grip)
         self._timer = self.node.create_timer(core.config.tick / core.config.speed, self._tick)
         self._camera_timer = self.node.create_timer(1.0 / CAMERA_HZ, self._publish_camera)
+        self._scan_timer = self.node.create_timer(1.0 / fetch.LASER_HZ / core.config.speed, self._publish_scan)
+
+    def _publish_scan(self) -> None:
+        from sensor_msgs.msg import LaserScan
+
+        angles = laser_angles()
+        scan = LaserScan()
+        scan.header.stamp, scan.header.frame_id = stamp(self.core.time), LASER_FRAME
+        scan.angle_min, scan.angle_max = float(angles[0]), float(angles[-1])
+        scan.angle_increment = float(angles[1] - angles[0])
+        scan.scan_time = 1.0 / fetch.LASER_HZ
+        scan.range_min, scan.range_max = fetch.LASER_RANGE
+        scan.ranges = [float(value) for value in self.core.base_scan()]
+        self._scan.publish(scan)
 
     def _publish_camera(self) -> None:
         from emmoe_interfaces.msg import InstanceMasks

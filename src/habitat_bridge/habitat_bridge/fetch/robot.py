@@ -2,7 +2,8 @@
 interfaces only, with every command passing the safety gate.
 
 - Base: the requested (forward, turn) is sent on /cmd_vel every control period through the SafetyGate (limits,
-  ramps, fence); the software stop topic latches the gate, sends a zero twist at once and brings the arm, torso and
+  ramps, fence, and the laser guard on the clearance /base_scan shows ahead: none, so no forward motion, while the
+  scan is stale); the software stop topic latches the gate, sends a zero twist at once and brings the arm, torso and
   head where they are (a trajectory from the measured positions to the same positions within STOP_TIME; the
   controllers brake).
 - Arm, torso, head: one-point FollowJointTrajectory goals, timed by the joint speed limit.
@@ -11,7 +12,7 @@ interfaces only, with every command passing the safety gate.
 - Dry-run: every command is computed and counted in `dry_run_log`, none is sent.
 - Head camera: the newest colour image, registered depth, camera_info and the detector's instance masks
   (`head_camera()`), or the first frame stamped at or after a given robot time (`frame_after()`).
-- `wait_until_ready()` refuses to start while odometry, joint states or the head camera are stale.
+- `wait_until_ready()` refuses to start while odometry, joint states, the base laser or the head camera are stale.
 
 The node is given (the caller spins it); the methods are called from another thread and block on the robot.
 """
@@ -26,12 +27,13 @@ from typing import Any
 
 import numpy as np
 from emmoe_eval.action_client import ActionClient
+from emmoe_eval.robot import fetch
 from emmoe_eval.robot.state import BackendError, CameraView
 from emmoe_eval.ros_helpers import WaitStatus, wait_for_future, wait_until
 
 from habitat_bridge.bridge_core import image_array, seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS, FetchConfig
-from habitat_bridge.fetch.safety import SafetyGate
+from habitat_bridge.fetch.safety import SafetyGate, clearance_ahead
 
 # Seconds of the software stop's hold trajectories (the joints are held where the stop found them).
 STOP_TIME = 0.05
@@ -67,7 +69,7 @@ class FetchRobot:
         from emmoe_interfaces.msg import InstanceMasks
         from geometry_msgs.msg import Twist
         from nav_msgs.msg import Odometry
-        from sensor_msgs.msg import CameraInfo, Image, JointState
+        from sensor_msgs.msg import CameraInfo, Image, JointState, LaserScan
         from std_msgs.msg import Empty
 
         self.config = config or FetchConfig()
@@ -81,12 +83,14 @@ class FetchRobot:
         self._joint_speeds: dict[str, float] = {}
         self._joint_stamp: float | None = None
         self._camera: dict[str, Any] = {}
+        self._clearance: tuple[float, float | None] = (-math.inf, None)
         self._request = (0.0, 0.0)
         self._sent_at: float | None = None
         self.dry_run_log: list[tuple[str, Any]] = []
         self._twist_out = node.create_publisher(Twist, topics.cmd_vel, 10)
         node.create_subscription(Odometry, topics.odom, self._on_odom, 10)
         node.create_subscription(JointState, topics.joint_states, self._on_joints, 10)
+        node.create_subscription(LaserScan, topics.base_scan, self._on_scan, 5)
         node.create_subscription(Empty, topics.stop, lambda message: self.stop(), 10)
         for kind, message_type, topic in (("rgb", Image, topics.rgb), ("depth", Image, topics.depth),
                                           ("info", CameraInfo, topics.camera_info),
@@ -108,6 +112,23 @@ class FetchRobot:
             self._joints.update(zip(message.name, message.position))
             self._joint_speeds.update(zip(message.name, message.velocity))
             self._joint_stamp = seconds_of(message.header.stamp)
+
+    def _on_scan(self, message: Any) -> None:
+        clearance = clearance_ahead(np.asarray(message.ranges, dtype=float), message.angle_min,
+                                    message.angle_increment, fetch.LASER_MOUNT[0], fetch.BASE_RADIUS)
+        with self._lock:
+            self._clearance = (clearance, seconds_of(message.header.stamp))
+
+    def clearance(self) -> float:
+        """Metres the base can drive ahead before its front edge meets what the last laser scan saw, less the drive
+        since that scan (inf: nothing in its path; -inf while the scan is missing or stale)."""
+        with self._lock:
+            clearance, scanned_at = self._clearance
+            now = self._odom_stamp
+            forward = float(self._odom.twist.twist.linear.x) if self._odom is not None else 0.0
+        if scanned_at is None or now is None or now - scanned_at > self.config.safety.sensor_max_age:
+            return -math.inf
+        return clearance - max(forward, 0.0) * max(now - scanned_at, 0.0)
 
     def _on_camera(self, kind: str, message: Any) -> None:
         with self._lock:
@@ -183,17 +204,17 @@ class FetchRobot:
             return [float(self._joints[joint]) for joint in joints]
 
     def wait_until_ready(self) -> None:
-        """Wait for fresh odometry, joint states and head-camera images (each within `sensor_max_age` of the newest
-        stamp of the robot's clock).
+        """Wait for fresh odometry, joint states, laser scans and head-camera images (each within `sensor_max_age` of
+        the newest stamp of the robot's clock).
 
         Raises:
             BackendError: naming the stale sensors after `ready_timeout` seconds.
         """
         def stale() -> list[str]:
             with self._lock:
+                camera = seconds_of(self._camera["rgb"].header.stamp) if "rgb" in self._camera else None
                 stamps = {"odometry": self._odom_stamp, "joint states": self._joint_stamp,
-                          "head camera": seconds_of(self._camera["rgb"].header.stamp) if "rgb" in self._camera
-                          else None}
+                          "base laser": self._clearance[1], "head camera": camera}
             newest = max((stamp for stamp in stamps.values() if stamp is not None), default=math.inf)
             return self.gate.stale(stamps, newest)
 
@@ -228,7 +249,7 @@ class FetchRobot:
         # The ramps act on the robot's clock: the time since the previous command, not the timer's nominal period.
         period = self.config.control_period if self._sent_at is None else min(max(now - self._sent_at, 0.0), 0.5)
         self._sent_at = now
-        forward, turn = self.gate.base_command(*request, period, self.base_pose())
+        forward, turn = self.gate.base_command(*request, period, self.base_pose(), self.clearance())
         twist = Twist()
         twist.linear.x, twist.angular.z = forward, turn
         self._publish_twist(twist)
