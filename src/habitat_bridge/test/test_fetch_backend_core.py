@@ -139,6 +139,21 @@ def test_the_front_view_alone_moves_nothing():
     assert set(observation.rgb) == {"front"} and observation.time == pytest.approx(0.0)
 
 
+def test_an_instance_keeps_its_index_for_the_episode_whatever_its_index_in_a_frame():
+    """The skills remember things by their index in instance_names: a thing the detector lists first in one frame
+    and second in a later one keeps the index it got when first seen; a reset starts a new list."""
+    fetch_backend, robot = backend()
+    first = fetch_backend.observe(("front",), segmentation=True)
+    (thing,) = first.visible["front"]
+    robot.pose[2] += math.radians(30)
+    second = fetch_backend.observe(("front",), segmentation=True)
+    (other,) = second.visible["front"]
+    assert other != thing and second.instance_names.index(thing) == first.instance_names.index(thing)
+    assert second.instance_names[int(second.segmentation["front"][3, 3])] == other
+    fetch_backend.reset(SceneSpec.from_dict(json.loads(SCENE.read_text())))
+    assert fetch_backend.observe(("front",), segmentation=True).instance_names[0] == other
+
+
 def test_the_hand_holds_the_remembered_object_at_the_grasp_point():
     fetch_backend, robot = backend()
     grasp = fetch_backend.robot_state().gripper.position

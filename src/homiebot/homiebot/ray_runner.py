@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from homiebot.runner import SCORE_FILE, Progress, RunFilesUnwritable, RunnerConfig, RunnerError, has_planner_result, \
-    run_benchmark
+from homiebot.run_folders import SCORE_FILE, has_planner_result
+from homiebot.runner import Progress, RunFilesUnwritable, RunnerConfig, RunnerError, run_benchmark
 
 LOCAL = "local"  # the address of `--ray` without one: a private instance on this machine
 LOST_WORKER_RETRIES = 3  # Ray's own default for tasks whose worker died

@@ -13,7 +13,6 @@ with emmoe_eval.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
@@ -33,16 +32,19 @@ from emmoe_eval import topics
 
 from homiebot.ros_clients import require_localhost_discovery
 from homiebot.setting import DEFAULT_SETTING, check_setting, record_setting
+from homiebot.run_folders import pending_runs
 from homiebot.supervisor import Supervisor
 
 if TYPE_CHECKING:
     from homiebot.ray_runner import RayOptions
 
 PLANNERS = ("homiebot", "smollm2", "mock", "expert", "openai", "hf", "random")
-SCORE_FILE = "score.json"
 EVALUATOR_NODE = topics.EVALUATOR_NODE
 GOAL_REQUEST_TRIES = 3
 GOAL_REQUEST_WAIT_S = 10.0
+# After the client sees the planner's action server, the server may not see the client yet: a goal sent at once can
+# be accepted with its answer lost ("failed to send response (timeout)"). The first goal waits this long.
+DISCOVERY_GRACE_S = 1.0
 
 _END_WORDS = {"end": "ended by the agent", "step_limit": "step limit", "gave_up": "the planner gave up",
               "cancelled": "cancelled", "error": "infrastructure failure"}
@@ -165,22 +167,6 @@ def select_tasks(data_dir: Path, selection: str) -> list[str]:
     return sorted(dict.fromkeys(chosen), key=task_sort_key)
 
 
-def pending_runs(out: Path, task_ids: Sequence[str], runs: int) -> list[tuple[str, int]]:
-    """The (task, run) pairs without a finished, scored run folder, and those that ended without a benchmark result
-    (an infrastructure fault or a cancel: emmoe_eval.runs.NOT_PLANNER_RESULTS)."""
-    return [(task_id, run) for task_id in task_ids for run in range(1, runs + 1)
-            if not has_planner_result(out / task_id / str(run) / SCORE_FILE)]
-
-
-def has_planner_result(score_file: Path) -> bool:
-    """Whether a run's score.json exists and holds a planner result (an unreadable one does not)."""
-    try:
-        score = json.loads(score_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(score, dict) and score.get("end_reason") not in NOT_PLANNER_RESULTS
-
-
 def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
     """Per-node parameters of one experiment, on top of the parameter file (the setting's, then the --set items)."""
     data_dir, out = str(config.data_dir.resolve()), str(config.out.resolve())
@@ -219,12 +205,6 @@ class Progress:
         self.total += 1
         pairs.put(pair)
         return True
-
-
-def without_result(out: Path, task_ids: Sequence[str], runs: int) -> list[str]:
-    """`task T run R` for every run of the selection that has no planner result yet (not run, or an
-    infrastructure failure)."""
-    return [f"task {task_id} run {run}" for task_id, run in pending_runs(out, task_ids, runs)]
 
 
 class Stack:
@@ -278,6 +258,7 @@ class Stack:
                 raise RunnerError(self._death_message(ended[0].name, ended[0].returncode))
             if time.monotonic() > deadline:
                 raise RunnerError(f"the stack on ROS_DOMAIN_ID {self.domain_id} did not come up in {timeout_s:.0f} s")
+        time.sleep(DISCOVERY_GRACE_S)
 
     def _death_message(self, name: str, code: int) -> str:
         tail = "\n".join(f"    {line}" for line in self.supervisor.lines[name][-15:])
@@ -321,6 +302,23 @@ class Stack:
             return outcome.result
         finally:
             executor.shutdown()
+
+    def run_and_score(self, task_id: str, run_index: int, max_steps: int, timeout_s: float) -> tuple[Any, Any]:
+        """One run: its RunTask result and the evaluator's RunScore. When the planner answers BUSY, an earlier
+        request of this run was accepted but its answer lost (the goal request is sent again when unanswered): that
+        run is under way, its score arrives when it ends, and its result is made from the score.
+
+        Raises:
+            RunnerError: as run_task and wait_for_score (NodeDied when a node process exits).
+        """
+        from emmoe_interfaces.action import RunTask
+
+        result = self.run_task(task_id, run_index, max_steps, timeout_s)
+        if result.error_code != RunTask.Result.BUSY:
+            return result, self.wait_for_score(task_id, run_index)
+        score = self.wait_for_score(task_id, run_index, timeout_s)
+        return RunTask.Result(success=score.ended_with_end, episode_id=score.episode_id, steps=score.steps,
+                              task_progress=score.task_progress if score.task_known else -1.0), score
 
     def wait_for_score(self, task_id: str, run_index: int, timeout_s: float = 60.0) -> Any:
         """The evaluator's RunScore of a run the planner has ended (its last StepRecord carried the end reason).
@@ -444,8 +442,7 @@ def _run_on_stacks(config: RunnerConfig, pairs: queue.Queue[tuple[str, int]], do
                     stack = stacks[index] = Stack(config, stack.domain_id, stack.label, echo_nodes)
                     stack.start(config.startup_timeout_s)
                 try:
-                    result = stack.run_task(task_id, run_index, config.max_steps, config.run_timeout_s)
-                    score = stack.wait_for_score(task_id, run_index)
+                    result, score = stack.run_and_score(task_id, run_index, config.max_steps, config.run_timeout_s)
                 except NodeDied as death:
                     # Mid-run, or after the run's result but before its score: the run is recorded as failed (what
                     # the evaluator has of it is scored), the stack restarts and the remaining runs go on.

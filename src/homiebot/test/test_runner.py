@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from homiebot import runner
-from homiebot.runner import RunnerConfig, RunnerError, pending_runs, select_tasks, stack_overrides
+from homiebot.run_folders import pending_runs, without_result
+from homiebot.runner import RunnerConfig, RunnerError, select_tasks, stack_overrides
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "data"
@@ -209,7 +210,7 @@ def test_runs_without_a_planner_result_are_listed(tmp_path):
     for task, reason in (("91", "end"), ("92", "error"), ("93", "cancelled")):
         (tmp_path / task / "1").mkdir(parents=True)
         (tmp_path / task / "1" / "score.json").write_text(json.dumps({"end_reason": reason}))
-    assert runner.without_result(tmp_path, ["91", "92", "93", "94"], 1) == [
+    assert without_result(tmp_path, ["91", "92", "93", "94"], 1) == [
         "task 92 run 1", "task 93 run 1", "task 94 run 1"]
 
 
@@ -261,3 +262,21 @@ def test_an_explicit_domain_held_by_another_stack_is_refused(tmp_path):
                               domain_id=held.domain_id)
         with pytest.raises(RunnerError, match="in use"):
             runner.run_benchmark(config, report=lambda _line: None)
+
+
+def test_a_busy_planner_means_the_run_is_under_way_and_its_score_is_its_result():
+    """A goal request whose acceptance was lost is sent again; the planner answers the second BUSY while it runs the
+    first. The runner then waits the whole run for that run's score and makes the result from it."""
+    from emmoe_interfaces.action import RunTask
+    from emmoe_interfaces.msg import RunScore
+
+    stack = runner.Stack.__new__(runner.Stack)
+    waits: list[float] = []
+    score = RunScore(episode_id="emmoe_task_99", steps=10, ended_with_end=True, task_known=True, task_progress=1.0)
+    stack.run_task = lambda *_args: RunTask.Result(error_code=RunTask.Result.BUSY)
+    stack.wait_for_score = lambda _task, _run, timeout_s=60.0: waits.append(timeout_s) or score
+    result, scored = stack.run_and_score("99", 1, 20, 900.0)
+    assert (waits, scored) == ([900.0], score)
+    assert (result.error_code, result.success, result.steps, result.task_progress) == (0, True, 10, 1.0)
+    stack.run_task = lambda *_args: RunTask.Result(error_code=RunTask.Result.NONE, steps=3)
+    assert stack.run_and_score("99", 2, 20, 900.0)[0].steps == 3 and waits[-1] == 60.0

@@ -6,7 +6,8 @@ robot model (robot_description, with the head camera); what it knows of the room
   the base in place (`views_by="base"`), or by panning the head for left and right (`views_by="head"`; the back
   view still turns the base); the base and head come back where they were. Each view's pose is the camera's pose
   in the robot model at the joint states of the frame. Segmentation, names and visible lists come from the
-  detector's instance masks.
+  detector's instance masks; an instance keeps its index in `instance_names` for the whole episode (the skills
+  remember things by it), whatever its index in one frame's masks.
 - `robot_state()`: odometry, joint states, the grasp point by forward kinematics, the held object, the time since
   the episode began (robot clock).
 - The gripper: closing reports what it holds when the fingers stalled on something: the remembered object nearest
@@ -106,6 +107,9 @@ class FetchBackend(SimBackend):
         self._episode = ""
         self._start = 0.0
         self._lock = threading.RLock()
+        # The episode's instances so far (detector name -> index in instance_names) and their categories.
+        self._instances: dict[str, int] = {}
+        self._categories: list[str] = []
         self._model = mujoco.MjModel.from_xml_string(kinematic_description(head_cameras=True))
         self._data = mujoco.MjData(self._model)
         self._grip_site = self._id(mujoco.mjtObj.mjOBJ_SITE, fetch.GRIP_SITE)
@@ -152,6 +156,7 @@ class FetchBackend(SimBackend):
             self.memory = SceneMemory(scene)
             self._episode = scene.name
             self._start = self.robot.time
+            self._instances, self._categories = {}, []
         return self._episode
 
     def _memory(self) -> SceneMemory:
@@ -331,35 +336,39 @@ class FetchBackend(SimBackend):
 
     def _observation(self, frames: dict[str, tuple[CameraFrame, CameraView]], depth: bool,
                      segmentation: bool) -> Observation:
-        """One Observation from per-view frames: one instance list across the views (the detector's names)."""
-        names: dict[str, int] = {}
-        categories: list[str] = []
+        """One Observation from per-view frames: the episode's instance list (the detector's names, each at the index
+        it got when first seen), masks indexing it."""
         masks: dict[str, np.ndarray] = {}
         visible: dict[str, tuple[str, ...]] = {}
-        for view, (frame, _) in frames.items():
-            lookup = np.full(len(frame.names) + 1, -1, dtype=np.int32)
-            for position, (name, category) in enumerate(zip(frame.names, frame.categories)):
-                if name not in names:
-                    names[name] = len(names)
-                    categories.append(category)
-                lookup[position] = names[name]
-            masks[view] = lookup[frame.ids]  # -1 indexes the trailing -1
-            counts = np.bincount(frame.ids[frame.ids >= 0].ravel(), minlength=len(frame.names))
-            seen = [index for index in range(len(frame.names)) if counts[index] >= self.config.min_pixels]
-            near = {index: float(np.median(frame.depth[frame.ids == index])) for index in seen}
-            visible[view] = tuple(frame.names[index] for index in sorted(seen, key=near.__getitem__))
         held = self.held_object()
-        if held is not None and held not in names:  # in the hand, out of sight: still a known instance
-            names[held] = len(names)
-            categories.append(self._memory().object_states([held], self._base_xy())[0].canonical)
+        with self._lock:
+            for view, (frame, _) in frames.items():
+                lookup = np.full(len(frame.names) + 1, -1, dtype=np.int32)
+                for position, (name, category) in enumerate(zip(frame.names, frame.categories)):
+                    lookup[position] = self._instance_index(name, category)
+                masks[view] = lookup[frame.ids]  # -1 indexes the trailing -1
+                counts = np.bincount(frame.ids[frame.ids >= 0].ravel(), minlength=len(frame.names))
+                seen = [index for index in range(len(frame.names)) if counts[index] >= self.config.min_pixels]
+                near = {index: float(np.median(frame.depth[frame.ids == index])) for index in seen}
+                visible[view] = tuple(frame.names[index] for index in sorted(seen, key=near.__getitem__))
+            if held is not None and held not in self._instances:  # in the hand, never seen: still a known instance
+                self._instance_index(held, self._memory().object_states([held], self._base_xy())[0].canonical)
+            names, categories = tuple(self._instances), tuple(self._categories)
         return Observation(
             time=min(frame.stamp for frame, _ in frames.values()) - self._start,
             rgb={view: frame.rgb for view, (frame, _) in frames.items()},
             depth={view: frame.depth for view, (frame, _) in frames.items()} if depth else {},
             segmentation=masks if segmentation else {},
-            instance_names=tuple(names), instance_canonicals=tuple(categories),
+            instance_names=names, instance_canonicals=categories,
             visible=visible if segmentation else {}, held_object=held,
             cameras={view: camera for view, (_, camera) in frames.items()})
+
+    def _instance_index(self, name: str, category: str) -> int:
+        """The episode's index of the detector's `name` (a new one at the end; call with the lock held)."""
+        if name not in self._instances:
+            self._instances[name] = len(self._instances)
+            self._categories.append(category)
+        return self._instances[name]
 
     # ---- what the robot knows of the room ----------------------------------------------------------------------
     def _base_xy(self) -> tuple[float, float]:

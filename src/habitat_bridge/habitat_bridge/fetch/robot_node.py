@@ -46,6 +46,9 @@ class FetchRobotNode:
             self._executor.spin()
         except ExternalShutdownException:
             pass
+        except Exception:  # noqa: BLE001 - a callback that ran as the context shut down found its entities gone
+            if self.node.context.ok():
+                raise
 
     def _stop_spinning(self) -> None:
         """Stop spinning and destroy the node (the backend calls this when it closes)."""

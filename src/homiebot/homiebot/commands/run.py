@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from homiebot.cli import UsageError
     from homiebot.commands._progress import progress_bar
     from homiebot.commands._ray import ray_options
-    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks, without_result
+    from homiebot.run_folders import without_result
+    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks
     from homiebot.setting import SettingMismatch, describe
 
     try:
