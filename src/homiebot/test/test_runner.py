@@ -97,10 +97,13 @@ def test_expert_run_through_the_stack_then_resume(tmp_path, ros_domain_id):
 
 
 @pytest.mark.ros
+@pytest.mark.slow
 def test_expert_run_without_background_information(tmp_path, ros_domain_id):
     """--setting no_background: the sensor-only skills (routed to each model's server) complete task 96 (a drawer
     opened, the sponge put in it, the drawer closed) through the whole stack; any privileged query would have ended
-    the run as an infrastructure failure (exit 1)."""
+    the run as an infrastructure failure (exit 1). Slow (about 2 minutes): the default suite runs the whole stack in
+    this setting on the fetch backend (tests/test_fetch_backend.py) and counts privileged calls over a whole run
+    in-process (tests/test_sensor_skills_mujoco.py)."""
     out = tmp_path / "exp"
     result = run_cli("--tasks", "96", "--runs", "1", "--planner", "expert", "--setting", "no_background",
                      "--out", str(out), "--no-videos")
