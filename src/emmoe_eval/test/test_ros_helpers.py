@@ -259,10 +259,13 @@ def test_send_action_goal_rejected_and_unavailable(spun):
 
     from emmoe_eval.ros_helpers import CallStatus, send_action_goal
 
+    from emmoe_eval.action_client import ActionClient
+
     server, node = spun
+    # A name no test serves (a /helpers/navigate server of an earlier test can linger in discovery for a moment).
+    missing = send_action_goal(ActionClient(node, Navigate, "/helpers/unserved"), Navigate.Goal(), 0.2, 1.0)
+    assert missing.status is CallStatus.UNAVAILABLE and "no action server at /helpers/unserved" in missing.message
     client = navigate_client(node)
-    missing = send_action_goal(client, Navigate.Goal(), 0.2, 1.0)
-    assert missing.status is CallStatus.UNAVAILABLE and "no action server at /helpers/navigate" in missing.message
     Navigator(server, accept=False)
     rejected = send_action_goal(client, Navigate.Goal(), 3.0, 1.0, request_tries=3)
     assert rejected.status is CallStatus.REJECTED and "rejected the goal" in rejected.message
