@@ -67,3 +67,29 @@ def test_a_node_with_a_callback_that_never_returns_still_exits(ros_process):
     stuck.process.send_signal(signal.SIGTERM)
     stuck.process.wait(timeout=30)
     assert time.monotonic() - stopped < EXIT_LIMIT_S, stuck.output()
+
+
+@pytest.mark.ros
+def test_a_stuck_node_whose_output_reader_is_gone_still_exits(ros_domain_id):
+    """As when the process that started the node died (its pipes broken): the exit watchdog's last words fail with
+    a broken pipe, and the node must exit all the same (it lingered as an orphan before)."""
+    import subprocess
+    import sys
+
+    stuck = subprocess.Popen([sys.executable, "-c", STUCK_NODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        assert stuck.stdout is not None and stuck.stderr is not None
+        deadline = time.monotonic() + 60
+        while "stuck in a callback" not in stuck.stdout.readline():
+            assert time.monotonic() < deadline and stuck.poll() is None, "the node never got stuck"
+        stuck.stdout.close()
+        stuck.stderr.close()
+        stopped = time.monotonic()
+        stuck.send_signal(signal.SIGTERM)
+        stuck.wait(timeout=30)
+        assert time.monotonic() - stopped < EXIT_LIMIT_S
+    finally:
+        if stuck.poll() is None:
+            stuck.kill()
+            stuck.wait()

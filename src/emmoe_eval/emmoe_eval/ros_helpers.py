@@ -183,10 +183,14 @@ def _exit_after(seconds: float, name: str) -> threading.Timer:
     """End the process with status 1 `seconds` from now unless it has ended by itself or the timer is cancelled (a
     daemon timer: it never keeps the process alive)."""
     def leave() -> None:
-        print(f"{name}: still busy {seconds:g} s after the stop (a callback does not return); exiting",
-              file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(1)
+        try:
+            print(f"{name}: still busy {seconds:g} s after the stop (a callback does not return); exiting",
+                  file=sys.stderr, flush=True)
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # the reader of our output is gone (its parent died: a broken pipe), which must not keep us alive
+        finally:
+            os._exit(1)
 
     timer = threading.Timer(seconds, leave)
     timer.daemon = True
