@@ -28,15 +28,20 @@ from habitat_bridge.fetch.safety import SafetyConfig  # noqa: E402
 pytestmark = pytest.mark.ros
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENE = ROOT / "data" / "test" / "100" / "scene.json"
 # The arm swung out from its tucked pose: a move of about 1.3 rad on the shoulder pan.
 SWUNG_OUT = (0.0, 0.2, -0.2, 1.2, 0.0, 1.2, 0.0)
 
 
+def start_fake_fetch(ros_process, task: str = "100", *options: str):
+    """The fake Fetch process in test task `task`'s scene."""
+    return ros_process("-m", "habitat_bridge.fetch.fake_fetch_node", "--scene",
+                       str(ROOT / "data" / "test" / task / "scene.json"), *options, ready="fake_fetch ready",
+                       timeout=60.0)
+
+
 @pytest.fixture
 def fake_fetch(ros_process):
-    return ros_process("-m", "habitat_bridge.fetch.fake_fetch_node", "--scene", str(SCENE), ready="fake_fetch ready",
-                       timeout=60.0)
+    return start_fake_fetch(ros_process)
 
 
 @pytest.fixture
@@ -135,8 +140,7 @@ def test_the_laser_guard_stops_the_base_short_of_what_is_ahead(ros_process, spun
     short of it (robot clock, measured by the laser), where turning is still allowed."""
     from sensor_msgs.msg import LaserScan
 
-    ros_process("-m", "habitat_bridge.fetch.fake_fetch_node", "--scene", str(ROOT / "data" / "test" / "99" /
-                "scene.json"), ready="fake_fetch ready", timeout=60.0)
+    start_fake_fetch(ros_process, "99")
     robot = ready_robot(spun)
     scans = []
     spun("listener").create_subscription(LaserScan, FetchTopics().base_scan, scans.append, 10)
@@ -251,8 +255,7 @@ def test_the_expert_completes_a_test_task_through_the_fetch_backend(tmp_path, mo
     with lease_domain() as lease:
         domain = lease.domain_id
     monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
-    ros_process("-m", "habitat_bridge.fetch.fake_fetch_node", "--scene", str(ROOT / "data" / "test" / task /
-                "scene.json"), "--speed", "3", ready="fake_fetch ready", timeout=60.0)
+    start_fake_fetch(ros_process, task, "--speed", "3")
     out = tmp_path / "fetch"
     result = subprocess.run(
         ["homiebot", "run", "--tasks", task, "--runs", "1", "--planner", "expert", "--setting", "no_background",

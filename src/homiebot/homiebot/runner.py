@@ -31,8 +31,8 @@ from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_o
 from emmoe_eval import topics
 
 from homiebot.ros_clients import require_localhost_discovery
-from homiebot.setting import DEFAULT_SETTING, check_setting, record_setting
 from homiebot.run_folders import pending_runs
+from homiebot.setting import DEFAULT_SETTING, check_setting, record_setting
 from homiebot.supervisor import Supervisor
 
 if TYPE_CHECKING:

@@ -74,7 +74,7 @@ class FakeFetchNode:
         scan.angle_increment = float(angles[1] - angles[0])
         scan.scan_time = 1.0 / fetch.LASER_HZ
         scan.range_min, scan.range_max = fetch.LASER_RANGE
-        scan.ranges = [float(value) for value in self.core.base_scan()]
+        scan.ranges = self.core.base_scan().tolist()
         self._scan.publish(scan)
 
     def _publish_camera(self) -> None:

@@ -126,7 +126,7 @@ class FetchRobot:
             clearance, scanned_at = self._clearance
             now = self._odom_stamp
             forward = float(self._odom.twist.twist.linear.x) if self._odom is not None else 0.0
-        if scanned_at is None or now is None or now - scanned_at > self.config.safety.sensor_max_age:
+        if now is None or scanned_at is None or self.gate.stale({"base laser": scanned_at}, now):
             return -math.inf
         return clearance - max(forward, 0.0) * max(now - scanned_at, 0.0)
 
