@@ -99,21 +99,31 @@ def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_w
     robot = ready_robot(spun)
     operator = spun("operator")
     stop = operator.create_publisher(Empty, FetchTopics().stop, 10)
-    odometry, joint_states = [], []
-    operator.create_subscription(Odometry, FetchTopics().odom, odometry.append, 50)
+    odometry, joint_states, stopped_at = [], [], []
+    stop_requested = threading.Event()
+
+    def on_odometry(message) -> None:
+        # The operator presses stop as a fresh odometry message arrives: the robot's clock is then that message's
+        # stamp (a stop sent later in a tick would be timed from a clock reading up to a tick old).
+        odometry.append(message)
+        if stop_requested.is_set() and not stopped_at:
+            stopped_at.append(message.header.stamp.sec + message.header.stamp.nanosec * 1e-9)
+            stop.publish(Empty())
+
+    operator.create_subscription(Odometry, FetchTopics().odom, on_odometry, 50)
     operator.create_subscription(JointState, FetchTopics().joint_states, joint_states.append, 50)
     robot.set_base_velocity(0.3, 0.0)
     robot.set_arm_targets(SWUNG_OUT)
     robot.step(1.2)
     assert odometry[-1].twist.twist.linear.x > 0.2, "the base never got going"
     assert arm_speed(robot, joint_states) > 0.1, "the arm never got going"
-    stopped_at = robot.time
     arm_at_stop = robot.joint_positions(fetch.ARM_JOINTS)
-    stop.publish(Empty())
+    stop_requested.set()
     robot.step(0.6)
+    assert stopped_at, "no odometry after the stop was requested"
 
     def stamp(message) -> float:
-        return message.header.stamp.sec + message.header.stamp.nanosec * 1e-9 - stopped_at
+        return message.header.stamp.sec + message.header.stamp.nanosec * 1e-9 - stopped_at[0]
 
     speeds = [(stamp(message), message.twist.twist.linear.x) for message in odometry if stamp(message) > 0]
     # The base brakes from the first tick after the stop and is below 5 cm/s within 100 ms of the robot's clock.

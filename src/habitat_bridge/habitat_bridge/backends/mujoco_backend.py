@@ -476,8 +476,9 @@ class MujocoBackend(SimBackend):
         mujoco.mj_forward(model, data)
 
     # ---- cameras ----------------------------------------------------------------------------------------------
-    def observe(self, views: Sequence[str] = VIEWS, *, depth: bool = False,
-                segmentation: bool = False) -> Observation:
+    def observe(self, views: Sequence[str] = VIEWS, *, depth: bool = False, segmentation: bool = False,
+                state: mujoco.MjData | None = None) -> Observation:
+        """SimBackend.observe; of `state` (a `copy_state()`) instead of the live simulation when given."""
         self._require()
         unknown = [view for view in views if view not in self._index.cameras]
         if unknown or not views:
@@ -485,10 +486,19 @@ class MujocoBackend(SimBackend):
                              f"{', '.join(self.views)}")
         if self._renderer is None:
             raise BackendError("the renderer is closed")
-        x, y, _ = self._base_pose()
-        return render_views(self._renderer, self.data, self._index, views, depth, segmentation, self._held,
+        data = self.data if state is None else state
+        x, y = (float(data.qpos[address]) for address in self._index.base_qpos[:2])
+        return render_views(self._renderer, data, self._index, views, depth, segmentation, self._held,
                             self.config.visible_min_pixels,
-                            lambda item: math.dist((x, y), self._pose_of(item).position[:2]))
+                            lambda item: math.dist((x, y), instance_pose(self.spec, data, item).position[:2]))
+
+    def copy_state(self, into: mujoco.MjData | None = None) -> mujoco.MjData:
+        """The simulation's state now, copied (into `into`, an earlier copy, when given): `observe(state=...)` renders
+        the copy in one thread while the simulation steps on in another."""
+        self._require()
+        copy = mujoco.MjData(self.model) if into is None else into
+        mujoco.mj_copyData(copy, self.model, self.data)
+        return copy
 
     def close(self) -> None:
         if self._renderer is not None:

@@ -8,7 +8,8 @@ except through these interfaces (habitat_bridge.fetch.config.FetchTopics names t
   clock (the robot's clock);
 - the arm, torso and head FollowJointTrajectory servers move their joints along the goal's points (linear in
   between, at the points' times); a new goal replaces the running one, which is aborted, and starts from the
-  running one's desired positions;
+  running one's desired positions; a cancelled goal ends cancelled, and its joints are held where they are (as a
+  joint trajectory controller holds them on a cancel);
 - the head camera: the simulator's front head view as colour, registered depth and camera_info, and the instance
   masks an object detector would publish for it (the simulator's instance segmentation, standing in for an
   open-vocabulary detector as in the no_background setting: names are instance names, categories alias entries);
@@ -27,11 +28,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import mujoco
 import numpy as np
 from emmoe_eval.robot import fetch
 from emmoe_eval.robot.state import CameraView, RobotState
 
-from habitat_bridge.backends.base import SimBackend
+from habitat_bridge.backends.mujoco_backend import MujocoBackend
 from habitat_bridge.fetch.config import JOINT_GROUPS
 from habitat_bridge.fetch.safety import require_positive
 
@@ -96,21 +98,18 @@ class _Motion:
 class FakeFetchCore:
     """The simulated robot behind the fake Fetch's interfaces (see the module docstring)."""
 
-    def __init__(self, backend: SimBackend, config: FakeFetchConfig | None = None) -> None:
+    def __init__(self, backend: MujocoBackend, config: FakeFetchConfig | None = None) -> None:
         self.backend = backend
         self.config = config or FakeFetchConfig()
-        self._twist = (0.0, 0.0)
-        self._twist_time = -math.inf
+        # (forward, turn, robot time it arrived): one tuple, replaced whole, as the node stores it from another thread.
+        self._twist = (0.0, 0.0, -math.inf)
         self._motions: dict[str, _Motion] = {}
+        self._state_copy: mujoco.MjData | None = None
         self._tune_arm_servos()
 
     def _tune_arm_servos(self) -> None:
         """Stiffen and damp the arm's position servos (MuJoCo position actuator: force kp (q_target - q) - kv qdot)."""
-        model = getattr(self.backend, "model", None)
-        if model is None:
-            return
-        import mujoco
-
+        model = self.backend.model
         for joint in fetch.ARM_JOINTS:
             actuator = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, fetch.PREFIX + joint))
             if actuator >= 0:
@@ -127,8 +126,7 @@ class FakeFetchCore:
     def command_base(self, forward: float, turn: float) -> None:
         """A /cmd_vel message (held until `cmd_vel_timeout` passes without another)."""
         if math.isfinite(forward) and math.isfinite(turn):
-            self._twist = (forward, turn)
-            self._twist_time = self.time
+            self._twist = (forward, turn, self.time)
 
     def follow(self, joint_names: Sequence[str], times: Sequence[float],
                points: Sequence[Sequence[float]]) -> str:
@@ -151,6 +149,11 @@ class FakeFetchCore:
                                                                               for point in points])
         return group
 
+    def hold(self, group: str) -> None:
+        """A cancelled goal: like a joint trajectory controller, hold `group`'s joints where they are now (their
+        measured positions, not where the cancelled motion wanted them), so the servos brake at once."""
+        self._motions[group] = _Motion(self.time, [0.0], [self._positions(JOINT_GROUPS[group])])
+
     def motion_done(self, group: str) -> bool:
         """Whether `group`'s trajectory reached its last point (True when it has none)."""
         motion = self._motions.get(group)
@@ -166,7 +169,9 @@ class FakeFetchCore:
 
     def tick(self) -> None:
         """Step the simulator one tick with the current base command and trajectories."""
-        forward, turn = self._twist if self.time - self._twist_time <= self.config.cmd_vel_timeout else (0.0, 0.0)
+        forward, turn, arrived = self._twist
+        if self.time - arrived > self.config.cmd_vel_timeout:
+            forward, turn = 0.0, 0.0
         self.backend.set_base_velocity(forward, turn)
         for group, motion in self._motions.items():
             positions, _ = motion.at(self.time)
@@ -178,10 +183,18 @@ class FakeFetchCore:
                 self.backend.set_head_target(*positions)
         self.backend.step(self.config.tick)
 
-    def head_camera(self) -> tuple[np.ndarray, np.ndarray, CameraView, np.ndarray, tuple[str, ...], tuple[str, ...]]:
-        """The head camera now (the front head view): RGB, depth registered to it (metres), its intrinsics, and the
-        detector stand-in's masks: per-pixel index into the names (-1: nothing), names, categories."""
-        observation = self.backend.observe(("front",), depth=True, segmentation=True)
+    def copy_state(self) -> mujoco.MjData:
+        """The simulation's state now, for `head_camera` in another thread while ticks go on (one copy, reused: take
+        the next only after rendering this one)."""
+        self._state_copy = self.backend.copy_state(self._state_copy)
+        return self._state_copy
+
+    def head_camera(self, state: mujoco.MjData
+                    ) -> tuple[np.ndarray, np.ndarray, CameraView, np.ndarray, tuple[str, ...], tuple[str, ...]]:
+        """The head camera (the front head view) in `state` (a `copy_state()`): RGB, depth registered to it (metres),
+        its intrinsics, and the detector stand-in's masks: per-pixel index into the names (-1: nothing), names,
+        categories."""
+        observation = self.backend.observe(("front",), depth=True, segmentation=True, state=state)
         segmentation = observation.segmentation["front"]
         values, positions = np.unique(segmentation, return_inverse=True)
         seen = [int(index) for index in values if index >= 0]
@@ -193,10 +206,7 @@ class FakeFetchCore:
 
     def base_scan(self) -> np.ndarray:
         """The base laser's ranges now, one per ray of `laser_angles()` (inf: no return within range)."""
-        laser_ranges = getattr(self.backend, "laser_ranges", None)
-        if laser_ranges is None:
-            raise ValueError(f"the {type(self.backend).__name__} has no laser")
-        ranges: np.ndarray = laser_ranges(fetch.LASER_MOUNT, laser_angles(), fetch.LASER_RANGE[1])
+        ranges = self.backend.laser_ranges(fetch.LASER_MOUNT, laser_angles(), fetch.LASER_RANGE[1])
         ranges[ranges < fetch.LASER_RANGE[0]] = np.inf
         return ranges
 

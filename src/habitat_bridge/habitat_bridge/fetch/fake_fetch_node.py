@@ -5,15 +5,22 @@ through habitat_bridge.fetch.fake_fetch.FakeFetchCore. Nothing else of the simul
 simulator's front head view) is rendered at CAMERA_HZ of wall time, and only while someone subscribes; the laser
 scans at the real laser's rate of the robot's clock.
 
-`fake_fetch_node --scene data/test/100/scene.json` (one thread, like the bridge node: callbacks are short, and the
-action servers' execute callbacks are coroutines that wait for the tick that ends their motion).
+`fake_fetch_node --scene data/test/100/scene.json`. The executor is one thread, and none of its callbacks waits long,
+so the robot's clock ticks evenly and a command is taken as soon as it arrives: the camera timer copies the
+simulation's state (well under a millisecond) and hands the copy to a thread of its own that renders and publishes it
+(25-80 ms here; a frame that falls due while the previous one is being drawn is dropped, as a busy camera driver
+drops it). Each tick first takes the /cmd_vel messages already delivered, as a base controller reads its newest
+command at the start of a cycle, so the software stop's zero twist acts from the first tick after it arrives. The
+trajectory servers' execute callbacks are coroutines that wait for the tick that ends their motion.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import queue
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +61,22 @@ class FakeFetchNode:
         self._camera_info = self.node.create_publisher(CameraInfo, topics.camera_info, 2)
         self._instances = self.node.create_publisher(InstanceMasks, topics.instances, 2)
         self._scan = self.node.create_publisher(LaserScan, topics.base_scan, 5)
-        self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
-        self._waiting: list[tuple[str, Any]] = []
+        self._cmd_vel = self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
+        # The running trajectory goals: (joint group, future the tick completes when its motion ends, goal handle).
+        self._waiting: list[tuple[str, Any, Any]] = []
         for group in JOINT_GROUPS:
             ActionServer(self.node, FollowJointTrajectory, getattr(topics, f"{group}_action"),
-                         execute_callback=self._follow)
+                         execute_callback=self._follow, cancel_callback=self._cancel)
         ActionServer(self.node, GripperCommand, topics.gripper_action, execute_callback=self._grip)
         self._timer = self.node.create_timer(core.config.tick / core.config.speed, self._tick)
-        self._camera_timer = self.node.create_timer(1.0 / CAMERA_HZ, self._publish_camera)
+        # The camera thread takes (robot time, state copy) frames; None ends it. `_camera_idle` is set while it waits
+        # (the one state copy may then be overwritten).
+        self._frames: queue.Queue[tuple[float, Any] | None] = queue.Queue(maxsize=1)
+        self._camera_idle = threading.Event()
+        self._camera_idle.set()
+        self._camera_thread = threading.Thread(target=self._draw_frames, name="head_camera", daemon=True)
+        self._camera_thread.start()
+        self._camera_timer = self.node.create_timer(1.0 / CAMERA_HZ, self._take_frame)
         self._scan_timer = self.node.create_timer(1.0 / fetch.LASER_HZ / core.config.speed, self._publish_scan)
 
     def _publish_scan(self) -> None:
@@ -77,15 +92,34 @@ class FakeFetchNode:
         scan.ranges = self.core.base_scan().tolist()
         self._scan.publish(scan)
 
-    def _publish_camera(self) -> None:
+    def _take_frame(self) -> None:
+        """Hand the camera thread the state now, when someone subscribes and the previous frame is drawn."""
+        if self._camera_idle.is_set() and any(publisher.get_subscription_count() for publisher in
+                                              (self._rgb, self._depth, self._camera_info, self._instances)):
+            self._camera_idle.clear()
+            self._frames.put_nowait((self.core.time, self.core.copy_state()))
+
+    def _draw_frames(self) -> None:
+        """The camera thread: draw and publish each frame handed over, until None."""
+        while (frame := self._frames.get()) is not None:
+            try:
+                self._publish_camera(*frame)
+            except Exception as error:  # noqa: BLE001 - a frame that failed is reported; the camera goes on
+                self.node.get_logger().error(f"head camera: the frame at {frame[0]:.2f} s failed: {error!r}")
+            finally:
+                self._camera_idle.set()
+
+    def close(self) -> None:
+        """End the camera thread (after the frame it is drawing)."""
+        self._camera_idle.wait()
+        self._frames.put(None)
+        self._camera_thread.join()
+
+    def _publish_camera(self, seconds: float, state: Any) -> None:
         from emmoe_interfaces.msg import InstanceMasks
         from sensor_msgs.msg import CameraInfo
 
-        if not any(publisher.get_subscription_count()
-                   for publisher in (self._rgb, self._depth, self._camera_info, self._instances)):
-            return
-        seconds = self.core.time
-        rgb, depth, camera, ids, names, categories = self.core.head_camera()
+        rgb, depth, camera, ids, names, categories = self.core.head_camera(state)
         self._rgb.publish(image_message(rgb, seconds, CAMERA_FRAME))
         self._depth.publish(image_message(depth, seconds, CAMERA_FRAME))
         info = CameraInfo()
@@ -106,11 +140,26 @@ class FakeFetchNode:
     def _on_twist(self, message: Any) -> None:
         self.core.command_base(message.linear.x, message.angular.z)
 
+    def _take_base_commands(self) -> None:
+        """Take the /cmd_vel messages that arrived but whose callback has not run yet (the newest wins), as a base
+        controller reads the newest command at the start of each cycle: a command acts from the first tick after it
+        arrives, even when the executor has other callbacks ready first (it takes messages the same way, in this same
+        thread)."""
+        subscription = self._cmd_vel
+        with subscription.handle:
+            while (taken := subscription.handle.take_message(subscription.msg_type, subscription.raw)) is not None:
+                self._on_twist(taken[0])
+
     def _tick(self) -> None:
         from nav_msgs.msg import Odometry
         from sensor_msgs.msg import JointState
 
+        self._take_base_commands()
         self.core.tick()
+        for group, future, _ in self._waiting:
+            if self.core.motion_done(group) and not future.done():
+                future.set_result(True)
+        self._waiting = [entry for entry in self._waiting if not entry[1].done()]
         state = self.core.state()
         now = stamp(self.core.time)
         odom = Odometry()
@@ -126,10 +175,6 @@ class FakeFetchNode:
         joints.position = [float(value) for value in state.joint_positions]
         joints.velocity = [float(value) for value in state.joint_velocities]
         self._joints.publish(joints)
-        for group, future in list(self._waiting):
-            if self.core.motion_done(group) and not future.done():
-                future.set_result(True)
-        self._waiting = [(group, future) for group, future in self._waiting if not future.done()]
 
     async def _follow(self, handle: Any) -> Any:
         from control_msgs.action import FollowJointTrajectory
@@ -137,6 +182,7 @@ class FakeFetchNode:
 
         trajectory = handle.request.trajectory
         result = FollowJointTrajectory.Result()
+        finished: Future = Future()
         try:
             group = self.core.follow(trajectory.joint_names,
                                      [seconds_of(point.time_from_start) for point in trajectory.points],
@@ -146,13 +192,15 @@ class FakeFetchNode:
             result.error_code, result.error_string = FollowJointTrajectory.Result.INVALID_JOINTS, str(error)
             return result
         # A later goal to the same controller replaces this one: this one ends aborted.
-        for waiting_group, future in self._waiting:
+        for waiting_group, future, _ in self._waiting:
             if waiting_group == group and not future.done():
                 future.set_result(False)
-        finished: Future = Future()
-        self._waiting.append((group, finished))
+        self._waiting.append((group, finished, handle))
         completed = await finished
-        if completed:
+        if handle.is_cancel_requested:
+            handle.canceled()
+            result.error_code, result.error_string = FollowJointTrajectory.Result.SUCCESSFUL, "cancelled"
+        elif completed:
             handle.succeed()
             result.error_code = FollowJointTrajectory.Result.SUCCESSFUL
         else:
@@ -160,6 +208,16 @@ class FakeFetchNode:
             result.error_code, result.error_string = (FollowJointTrajectory.Result.INVALID_GOAL,
                                                       "replaced by a newer goal")
         return result
+
+    def _cancel(self, handle: Any) -> Any:
+        """A cancel request for a running goal, accepted: its joints are held where they are, and the next tick ends
+        the goal (cancelled)."""
+        from rclpy.action import CancelResponse
+
+        for group, future, waiting_handle in self._waiting:
+            if waiting_handle is handle and not future.done():
+                self.core.hold(group)
+        return CancelResponse.ACCEPT
 
     def _grip(self, handle: Any) -> Any:
         from control_msgs.action import GripperCommand
@@ -172,7 +230,7 @@ class FakeFetchNode:
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of `fake_fetch_node --scene scene.json` (one thread, like the bridge node)."""
+    """Entry point of `fake_fetch_node --scene scene.json` (see the module docstring)."""
     from emmoe_eval.ros_helpers import spin_node
 
     from habitat_bridge.backends.mujoco_backend import MujocoBackend
@@ -190,8 +248,19 @@ def main(args: list[str] | None = None) -> int:
     backend = MujocoBackend()
     backend.reset(SceneSpec.from_dict(json.loads(options.scene.read_text())))
     config = FakeFetchConfig(speed=options.speed)
-    return spin_node(lambda: FakeFetchNode(FakeFetchCore(backend, config)).node, ros_args, num_threads=1,
-                     name="fake_fetch_node", ready_line=READY_LINE, on_shutdown=backend.close)
+    nodes: list[FakeFetchNode] = []
+
+    def make_node() -> Any:
+        nodes.append(FakeFetchNode(FakeFetchCore(backend, config)))
+        return nodes[-1].node
+
+    def shut_down() -> None:
+        for node in nodes:
+            node.close()
+        backend.close()
+
+    return spin_node(make_node, ros_args, num_threads=1, name="fake_fetch_node", ready_line=READY_LINE,
+                     on_shutdown=shut_down)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@ interfaces only, with every command passing the safety gate.
 
 - Base: the requested (forward, turn) is sent on /cmd_vel every control period through the SafetyGate (limits,
   ramps, fence, and the laser guard on the clearance /base_scan shows ahead: none, so no forward motion, while the
-  scan is stale); the software stop topic latches the gate, sends a zero twist at once and brings the arm, torso and
-  head where they are (a trajectory from the measured positions to the same positions within STOP_TIME; the
-  controllers brake).
+  scan is stale); the software stop topic latches the gate, sends a zero twist at once and cancels every goal of the
+  arm, torso and head controllers (the action protocol's cancel-all request: a joint trajectory controller holds its
+  joints where they are when its goal is cancelled, whoever sent the goal).
 - Arm, torso, head: one-point FollowJointTrajectory goals, timed by the joint speed limit.
 - Gripper: GripperCommand goals; closing reports whether the fingers stalled on something.
 - Time: `step(seconds)` waits until the robot's clock (the odometry stamps) has advanced that far.
@@ -35,8 +35,9 @@ from habitat_bridge.bridge_core import image_array, seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS, FetchConfig
 from habitat_bridge.fetch.safety import SafetyGate, clearance_ahead
 
-# Seconds of the software stop's hold trajectories (the joints are held where the stop found them).
-STOP_TIME = 0.05
+# The service every ROS 2 action server offers under its action's name to cancel goals (all goals: a request with a
+# zero goal id and a zero stamp).
+CANCEL_SERVICE = "{action}/_action/cancel_goal"
 CAMERA_PARTS: tuple[str, ...] = ("rgb", "depth", "info", "instances")
 
 
@@ -65,6 +66,7 @@ class FetchRobot:
     """A Fetch reached through its ROS interfaces (see the module docstring)."""
 
     def __init__(self, node: Any, config: FetchConfig | None = None) -> None:
+        from action_msgs.srv import CancelGoal
         from control_msgs.action import FollowJointTrajectory, GripperCommand
         from emmoe_interfaces.msg import InstanceMasks
         from geometry_msgs.msg import Twist
@@ -98,6 +100,8 @@ class FetchRobot:
             node.create_subscription(message_type, topic, lambda message, kind=kind: self._on_camera(kind, message), 2)
         self._trajectories = {group: ActionClient(node, FollowJointTrajectory, getattr(topics, f"{group}_action"))
                               for group in JOINT_GROUPS}
+        self._cancel_all = {group: node.create_client(CancelGoal, CANCEL_SERVICE.format(
+            action=getattr(topics, f"{group}_action"))) for group in JOINT_GROUPS}
         self._gripper = ActionClient(node, GripperCommand, topics.gripper_action)
         node.create_timer(self.config.control_period, self._send_base)
 
@@ -282,10 +286,8 @@ class FetchRobot:
         current = self.joint_positions(joints)
         self._send_trajectory(group, joints, positions, self.gate.joint_motion_time(current, positions))
 
-    def _send_trajectory(self, group: str, joints: Sequence[str], positions: Sequence[float], seconds: float,
-                         start: Sequence[float] | None = None) -> None:
-        """One goal to `group`'s controller: reach `positions` after `seconds`; from `start` (a first point at time
-        0: the controller's trajectory begins there, not where its previous goal wanted the joints) when given."""
+    def _send_trajectory(self, group: str, joints: Sequence[str], positions: Sequence[float], seconds: float) -> None:
+        """One goal to `group`'s controller: reach `positions` after `seconds`."""
         from builtin_interfaces.msg import Duration
         from control_msgs.action import FollowJointTrajectory
         from trajectory_msgs.msg import JointTrajectoryPoint
@@ -297,11 +299,6 @@ class FetchRobot:
         after = stamp(seconds)
         point.time_from_start = Duration(sec=after.sec, nanosec=after.nanosec)
         goal.trajectory.points = [point]
-        if start is not None:
-            first = JointTrajectoryPoint()
-            first.positions = [float(value) for value in start]
-            first.time_from_start = Duration(sec=0, nanosec=0)
-            goal.trajectory.points = [first, point]
         if not self.gate.sends:
             self.dry_run_log.append((group, (tuple(point.positions), seconds)))
             return
@@ -346,20 +343,23 @@ class FetchRobot:
 
     # ---- safety ----------------------------------------------------------------------------------------------------
     def stop(self) -> None:
-        """The software stop: latch the gate, zero the base now, and hold the arm, torso and head where they are (a
-        trajectory that starts and ends at the measured positions, replacing whatever the controllers were doing)."""
+        """The software stop: latch the gate, zero the base now, and cancel every goal of the arm, torso and head
+        controllers (each holds its joints where they are)."""
+        from action_msgs.srv import CancelGoal
         from geometry_msgs.msg import Twist
 
         self.gate.stop()
         with self._lock:
             self._request = (0.0, 0.0)
         self._publish_twist(Twist())
-        for group, joints in JOINT_GROUPS.items():
-            try:
-                now = self.joint_positions(joints)
-                self._send_trajectory(group, joints, now, STOP_TIME, start=now)
-            except BackendError as error:
-                self.node.get_logger().error(f"software stop: could not hold the {group}: {error}")
+        for group, client in self._cancel_all.items():
+            if not self.gate.sends:
+                self.dry_run_log.append(("cancel", group))
+            elif not client.service_is_ready():
+                self.node.get_logger().error(f"software stop: the {group} controller's cancel service "
+                                             f"({client.srv_name}) is not up")
+            else:
+                client.call_async(CancelGoal.Request())
 
     def release_stop(self) -> None:
         """Release the software stop (an operator's decision)."""
