@@ -119,7 +119,8 @@ def render_views(spec: SceneSpec, out_dir: str | Path, *, third_person: bool = F
     """
     from PIL import Image
 
-    from habitat_bridge.backends.mujoco_backend import MujocoBackend, MujocoBackendConfig
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+    from habitat_bridge.backends.mujoco_config import MujocoBackendConfig
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

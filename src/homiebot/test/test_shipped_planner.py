@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from emmoe_eval.dataset import read_task
-from habitat_bridge.backends.mujoco_backend import MujocoBackend, MujocoBackendConfig
+from habitat_bridge.backends.mujoco_backend import MujocoBackend
+from habitat_bridge.backends.mujoco_config import MujocoBackendConfig
 from habitat_bridge.scene_spec import load_scene_spec
 from homiebot_planner.backends.hf import adapter_stack
 from homiebot_planner.backends.smollm2 import SmolLM2Backend, SmolLM2Config, default_adapter_dir

@@ -48,6 +48,7 @@ def create_backend(name: str = "auto", **config: Any) -> Any:
         from habitat_bridge.backends.habitat_backend import HabitatBackend, HabitatBackendConfig
 
         return HabitatBackend(HabitatBackendConfig(**config))
-    from habitat_bridge.backends.mujoco_backend import MujocoBackend, MujocoBackendConfig
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+    from habitat_bridge.backends.mujoco_config import MujocoBackendConfig
 
     return MujocoBackend(MujocoBackendConfig(**config))

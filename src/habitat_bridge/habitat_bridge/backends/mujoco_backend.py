@@ -5,14 +5,14 @@ loaded one reuses the compiled model; a different spec compiles a new model and 
 context per backend for its whole life, so repeated resets do not leak GL resources).
 
 MuJoCo-specific extras for skills built on top (arm IK with mink, for instance): `model`, `data`, `joint_qpos_index`
-(and mujoco_index.GRIP_SITE, the grasp site's name).
+(and mujoco_index.GRIP_SITE, the grasp site's name); `observe_state` renders a copy of `data`. The settings are
+habitat_bridge.backends.mujoco_config.MujocoBackendConfig.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from habitat_bridge.backends.gl_platform import configure_gl_platform
 
@@ -35,48 +35,13 @@ from habitat_bridge.backends.base import Scene, SimBackend, resolve_name  # noqa
 from habitat_bridge.backends.mujoco_index import (  # noqa: E402
     ACTUATED_JOINTS, Instance, ModelIndex, container_state, index_model, instance_pose, qpos_address,
     resting_relations)
+from habitat_bridge.backends.mujoco_config import MujocoBackendConfig  # noqa: E402
 from habitat_bridge.backends.mujoco_robot import (  # noqa: E402
     carry, hold_handle, let_go_handle, nearest_handle, nearest_object, planar_scan, release, render_views, run_physics,
     site_pose, weld)
 from habitat_bridge.backends.rendering import MultiViewRenderer  # noqa: E402
 from habitat_bridge.official import OfficialEpisode  # noqa: E402
 from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec  # noqa: E402
-
-
-
-@dataclass(frozen=True)
-class MujocoBackendConfig:
-    """Settings of the MuJoCo backend.
-
-    Attributes:
-        image_width: pixels per view.
-        image_height: pixels per view.
-        timestep: physics step (seconds).
-        cameras: head-camera field of view and tilt, third-person camera placement.
-        settle_seconds: physics time run at reset so objects come to rest.
-        visible_min_pixels: pixels an instance needs in a view's segmentation to count as visible.
-        torso_height: torso lift at reset (metres).
-    """
-
-    image_width: int = 256
-    image_height: int = 256
-    timestep: float = 0.004
-    cameras: fetch_model.FetchCameraConfig = field(default_factory=fetch_model.FetchCameraConfig)
-    settle_seconds: float = 0.2
-    visible_min_pixels: int = 30
-    torso_height: float = 0.15
-
-    def __post_init__(self) -> None:
-        if not (16 <= self.image_width <= 1024 and 16 <= self.image_height <= 1024):
-            raise ValueError(f"image size must be within 16..1024 pixels, got {self.image_width}x{self.image_height}")
-        if not 0.0005 <= self.timestep <= 0.01:
-            raise ValueError(f"timestep must be within [0.0005, 0.01] s, got {self.timestep}")
-        if not 0.0 <= self.settle_seconds <= 5.0:
-            raise ValueError(f"settle_seconds must be within [0, 5], got {self.settle_seconds}")
-        if self.visible_min_pixels < 1:
-            raise ValueError(f"visible_min_pixels must be at least 1, got {self.visible_min_pixels}")
-        if not 0.0 <= self.torso_height <= 0.3861:
-            raise ValueError(f"torso_height must be within [0, 0.3861] m, got {self.torso_height}")
 
 
 class MujocoBackend(SimBackend):
@@ -293,8 +258,8 @@ class MujocoBackend(SimBackend):
         return self._held
 
     # ---- queries ----------------------------------------------------------------------------------------------
-    def _pose_of(self, item: Instance) -> Pose:
-        return instance_pose(self.spec, self.data, item)
+    def _pose_of(self, item: Instance, data: mujoco.MjData | None = None) -> Pose:
+        return instance_pose(self.spec, self.data if data is None else data, item)
 
     def _place_base(self, x: float, y: float, yaw: float) -> None:
         """Set the base joints and the base actuators' integrated targets to a pose."""
@@ -303,8 +268,8 @@ class MujocoBackend(SimBackend):
             data.qpos[address] = value
             data.act[model.actuator_actadr[actuator]] = value
 
-    def _base_pose(self) -> tuple[float, float, float]:
-        data = self.data
+    def _base_pose(self, data: mujoco.MjData | None = None) -> tuple[float, float, float]:
+        data = self.data if data is None else data
         x, y, yaw = (float(data.qpos[address]) for address in self._index.base_qpos)
         return x, y, yaw
 
@@ -476,9 +441,13 @@ class MujocoBackend(SimBackend):
         mujoco.mj_forward(model, data)
 
     # ---- cameras ----------------------------------------------------------------------------------------------
-    def observe(self, views: Sequence[str] = VIEWS, *, depth: bool = False, segmentation: bool = False,
-                state: mujoco.MjData | None = None) -> Observation:
-        """SimBackend.observe; of `state` (a `copy_state()`) instead of the live simulation when given."""
+    def observe(self, views: Sequence[str] = VIEWS, *, depth: bool = False,
+                segmentation: bool = False) -> Observation:
+        return self.observe_state(self.data, views, depth=depth, segmentation=segmentation)
+
+    def observe_state(self, state: mujoco.MjData, views: Sequence[str] = VIEWS, *, depth: bool = False,
+                      segmentation: bool = False) -> Observation:
+        """observe() of `state`, a copy of `data` (mj_copyData): drawn in one thread while another steps on."""
         self._require()
         unknown = [view for view in views if view not in self._index.cameras]
         if unknown or not views:
@@ -486,19 +455,10 @@ class MujocoBackend(SimBackend):
                              f"{', '.join(self.views)}")
         if self._renderer is None:
             raise BackendError("the renderer is closed")
-        data = self.data if state is None else state
-        x, y = (float(data.qpos[address]) for address in self._index.base_qpos[:2])
-        return render_views(self._renderer, data, self._index, views, depth, segmentation, self._held,
+        x, y, _ = self._base_pose(state)
+        return render_views(self._renderer, state, self._index, views, depth, segmentation, self._held,
                             self.config.visible_min_pixels,
-                            lambda item: math.dist((x, y), instance_pose(self.spec, data, item).position[:2]))
-
-    def copy_state(self, into: mujoco.MjData | None = None) -> mujoco.MjData:
-        """The simulation's state now, copied (into `into`, an earlier copy, when given): `observe(state=...)` renders
-        the copy in one thread while the simulation steps on in another."""
-        self._require()
-        copy = mujoco.MjData(self.model) if into is None else into
-        mujoco.mj_copyData(copy, self.model, self.data)
-        return copy
+                            lambda item: math.dist((x, y), self._pose_of(item, state).position[:2]))
 
     def close(self) -> None:
         if self._renderer is not None:

@@ -186,7 +186,9 @@ class FakeFetchCore:
     def copy_state(self) -> mujoco.MjData:
         """The simulation's state now, for `head_camera` in another thread while ticks go on (one copy, reused: take
         the next only after rendering this one)."""
-        self._state_copy = self.backend.copy_state(self._state_copy)
+        if self._state_copy is None:
+            self._state_copy = mujoco.MjData(self.backend.model)
+        mujoco.mj_copyData(self._state_copy, self.backend.model, self.backend.data)
         return self._state_copy
 
     def head_camera(self, state: mujoco.MjData
@@ -194,7 +196,7 @@ class FakeFetchCore:
         """The head camera (the front head view) in `state` (a `copy_state()`): RGB, depth registered to it (metres),
         its intrinsics, and the detector stand-in's masks: per-pixel index into the names (-1: nothing), names,
         categories."""
-        observation = self.backend.observe(("front",), depth=True, segmentation=True, state=state)
+        observation = self.backend.observe_state(state, ("front",), depth=True, segmentation=True)
         segmentation = observation.segmentation["front"]
         values, positions = np.unique(segmentation, return_inverse=True)
         seen = [int(index) for index in values if index >= 0]
