@@ -101,7 +101,7 @@ class FakeFetchCore:
     def __init__(self, backend: MujocoBackend, config: FakeFetchConfig | None = None) -> None:
         self.backend = backend
         self.config = config or FakeFetchConfig()
-        # (forward, turn, robot time it arrived): one tuple, replaced whole, as the node stores it from another thread.
+        # The newest base command: (forward, turn, robot time it arrived).
         self._twist = (0.0, 0.0, -math.inf)
         self._motions: dict[str, _Motion] = {}
         self._state_copy: mujoco.MjData | None = None
