@@ -64,7 +64,10 @@ def test_a_run_through_the_evaluator_writes_its_videos(tmp_path: Path, ros_proce
         for _ in range(count):
             publisher.publish(_image(level))
             time.sleep(0.02)
-        spin_until(executor, lambda: False, 1.5)  # let the evaluator take them before the step that closes them
+        # Let the evaluator take them before the step that closes them: a sample the transport dropped comes back
+        # with Fast DDS's next reliable heartbeat (3 s), and a frame received after the step that closes its subtask
+        # is not that subtask's (CI once saw subtask 2 keep one of its two frames after a 1.5 s wait).
+        spin_until(executor, lambda: False, 3.5)
 
     def publish_step(record) -> None:
         record.header.stamp = node.get_clock().now().to_msg()  # as the planner stamps its records
