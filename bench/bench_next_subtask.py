@@ -25,19 +25,23 @@ from typing import Any
 from emmoe_eval.dataset import base_task_id
 
 from homiebot_planner.backends.constrained import with_analysis_line
+from homiebot_planner.backends.hf import adapter_stack
 from homiebot_planner.parsing import ParsedOutput, parse_output
 
 RESULTS = Path(__file__).resolve().parent / "results" / "next_subtask.json"
 
 
 def _load(base: Path, adapter: Path) -> tuple[Any, Any]:
+    """Base plus the adapter's whole stack (e.g. a DPO stage over its SFT stage), merged bottom first."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    _, stages = adapter_stack(adapter, str(base))
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, torch_dtype=torch.float32)
-    model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    for stage in stages:
+        model = PeftModel.from_pretrained(model, stage).merge_and_unload()
     model.eval()
     return tokenizer, model
 

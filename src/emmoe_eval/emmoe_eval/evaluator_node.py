@@ -157,7 +157,11 @@ class EvaluatorNode(Node):
             with self._video_lock:
                 for result in results:
                     self._videos.run_finished(Path(result["run_dir"]))
+                late = self._videos.late_frames()
                 self._videos.close()
+            if any(late.values()):
+                self.get_logger().info("video frames dropped for arriving after their subtask's step: "
+                                       + ", ".join(f"{stream} {count}" for stream, count in late.items()))
 
 
 def run_score_message(result: dict[str, Any]) -> RunScore:

@@ -4,7 +4,9 @@ Two image streams feed a `VideoRecorder`: `head` (the head camera's front view) 
 the robot). The frames taken between two consecutive StepRecords of a run belong to the later step's subtask; frames
 before a run's first step belong to its first subtask. Frames and StepRecords travel on different topics and may
 arrive out of order, so both carry a time on one clock (their publication times) and a frame waits up to
-`VideoConfig.window_s` for a StepRecord that closes the subtask before it. Files, next to the run's images:
+`VideoConfig.window_s` for a StepRecord that closes the subtask before it. A frame that arrives after the StepRecord
+closing its subtask (taken before that step, received after it) is dropped: its subtask's video is written, and it is
+not the next subtask's. Files, next to the run's images:
 - `subtask{n}_head.mp4`, `subtask{n}_third.mp4`: one per step whose subtask saw frames of that stream;
 - `run_head.mp4`, `run_third.mp4`: the run's subtask videos of that stream in step order, written when the run ends.
 MP4 with the `mp4v` codec (OpenCV), RGB frames in, resized to the first frame's size when sizes differ. Frames are
@@ -148,8 +150,13 @@ class _Stream:
         self._writer: Mp4Writer | None = None
         self._waiting: list[tuple[int, int, np.ndarray]] = []  # (stamp, arrival, frame), in stamp order
         self._arrivals = 0
+        self._closed_until_ns: int | None = None  # the stamp of the last cut: earlier frames came too late
+        self.late_frames = 0
 
     def add(self, frame: np.ndarray, stamp_ns: int) -> None:
+        if self._closed_until_ns is not None and stamp_ns <= self._closed_until_ns:
+            self.late_frames += 1
+            return
         self._arrivals += 1
         bisect.insort(self._waiting, (stamp_ns, self._arrivals, frame), key=lambda item: item[:2])
         newest = self._waiting[-1][0]
@@ -166,6 +173,7 @@ class _Stream:
         """End the subtask at `stamp_ns`: its frames (taken up to then) as a closed staging file, or None."""
         while self._waiting and self._waiting[0][0] <= stamp_ns:
             self._commit(self._waiting.pop(0)[2])
+        self._closed_until_ns = max(stamp_ns, self._closed_until_ns or stamp_ns)
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
@@ -265,6 +273,10 @@ class VideoRecorder:
         for finished in finished_runs:
             written.extend(self.run_finished(finished))
         return written
+
+    def late_frames(self) -> dict[str, int]:
+        """Per stream, the frames dropped because they arrived after the step that closed their subtask."""
+        return {stream: frames.late_frames for stream, frames in self._streams.items()}
 
     def close(self) -> None:
         """Drop frames no step claimed and the staging folder (safe to call twice)."""

@@ -111,6 +111,26 @@ def test_frames_go_by_their_time_not_by_their_arrival(tmp_path: Path) -> None:
     assert _frame_count(run_dir / "subtask2_head.mp4") == 1
 
 
+def test_a_frame_arriving_after_its_subtasks_step_is_dropped_not_filed_into_the_next(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    recorder = VideoRecorder(VideoConfig(window_s=1.0))
+    second = 1_000_000_000
+    try:
+        recorder.add_frame("head", _frame(100), 1 * second)
+        recorder.step_recorded(run_dir, 1, 2 * second)
+        recorder.add_frame("head", _frame(150), int(1.5 * second))  # taken during step 1, received after it
+        recorder.add_frame("head", _frame(200), 2 * second)  # taken at the step's own time: step 1's too
+        recorder.add_frame("head", _frame(250), int(2.5 * second))
+        recorder.step_recorded(run_dir, 2, 3 * second)
+        late = recorder.late_frames()
+    finally:
+        recorder.close()
+    assert _frame_count(run_dir / "subtask1_head.mp4") == 1
+    second_subtask = [round(float(frame[..., 0].mean())) for frame in read_frames(run_dir / "subtask2_head.mp4")]
+    assert len(second_subtask) == 1 and abs(second_subtask[0] - 250) <= 3
+    assert late == {"head": 2, "third": 0}
+
+
 def test_a_long_subtask_keeps_only_the_waiting_window_in_memory(tmp_path: Path) -> None:
     recorder = VideoRecorder(VideoConfig(window_s=1.0))
     try:
