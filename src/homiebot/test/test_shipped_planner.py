@@ -27,8 +27,8 @@ def test_the_shipped_stack_is_complete_and_every_file_is_under_5_mb() -> None:
     assert all(path.stat().st_size < MAX_FILE_BYTES for path in ADAPTER.rglob("*") if path.is_file())
     for folder in (ADAPTER, ADAPTER / "sft"):
         assert json.loads((folder / "planner_prompt.json").read_text()) == {
-            "system_prompt": None, "answer_style": "decision", "object_locations": False}  # v0.3: names only
-    # The DPO stage sits on the SFT stage (a relative base, so the checkout can live anywhere).
+            "system_prompt": None, "answer_style": "decision", "object_locations": False}  # v0.3 and v0.5: names only
+    # The top stage (v0.5: a second SFT stage) sits on sft/ (a relative base: the checkout can live anywhere).
     base, stages = adapter_stack(ADAPTER, base_model_path=str(ROOT))
     assert stages == [ADAPTER / "sft", ADAPTER] and base == ROOT
     assert default_adapter_dir().resolve() == ADAPTER.resolve()  # env.sh's HOMIEBOT_ROOT is this checkout
