@@ -25,30 +25,21 @@ from typing import Any
 from emmoe_eval.dataset import base_task_id
 
 from homiebot_planner.backends.constrained import with_analysis_line
-from homiebot_planner.backends.hf import adapter_stack
+from homiebot_planner.backends.hf import HFConfig, load_local_model, trained_prompt
 from homiebot_planner.parsing import ParsedOutput, parse_output
 
 RESULTS = Path(__file__).resolve().parent / "results" / "next_subtask.json"
 
 
 def _load(base: Path, adapter: Path) -> tuple[Any, Any]:
-    """Base plus the adapter's whole stack (e.g. a DPO stage over its SFT stage), merged bottom first."""
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    _, stages = adapter_stack(adapter, str(base))
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, torch_dtype=torch.float32)
-    for stage in stages:
-        model = PeftModel.from_pretrained(model, stage).merge_and_unload()
-    model.eval()
-    return tokenizer, model
+    """Base plus the adapter's whole stack (e.g. a DPO stage over its SFT stage), merged as the planner loads it."""
+    loaded = load_local_model(HFConfig(model_path=str(adapter), base_model_path=str(base), dtype="float32"))
+    return loaded.tokenizer, loaded.model
 
 
 def _system_prompt(adapter: Path) -> str | None:
-    prompt_file = adapter / "planner_prompt.json"
-    return json.loads(prompt_file.read_text())["system_prompt"] if prompt_file.is_file() else None
+    record = trained_prompt(adapter)
+    return record["system_prompt"] if record else None
 
 
 def parse_answer(text: str) -> ParsedOutput | None:

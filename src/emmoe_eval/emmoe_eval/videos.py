@@ -150,11 +150,11 @@ class _Stream:
         self._writer: Mp4Writer | None = None
         self._waiting: list[tuple[int, int, np.ndarray]] = []  # (stamp, arrival, frame), in stamp order
         self._arrivals = 0
-        self._closed_until_ns: int | None = None  # the stamp of the last cut: earlier frames came too late
+        self._closed_until_ns = -1  # the newest cut's stamp: a frame taken up to then arrived too late
         self.late_frames = 0
 
     def add(self, frame: np.ndarray, stamp_ns: int) -> None:
-        if self._closed_until_ns is not None and stamp_ns <= self._closed_until_ns:
+        if stamp_ns <= self._closed_until_ns:
             self.late_frames += 1
             return
         self._arrivals += 1
@@ -173,7 +173,7 @@ class _Stream:
         """End the subtask at `stamp_ns`: its frames (taken up to then) as a closed staging file, or None."""
         while self._waiting and self._waiting[0][0] <= stamp_ns:
             self._commit(self._waiting.pop(0)[2])
-        self._closed_until_ns = max(stamp_ns, self._closed_until_ns or stamp_ns)
+        self._closed_until_ns = max(self._closed_until_ns, stamp_ns)
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
