@@ -270,12 +270,16 @@ def test_the_expert_completes_a_test_task_through_the_fetch_backend(tmp_path, mo
     result = subprocess.run(
         ["homiebot", "run", "--tasks", task, "--runs", "1", "--planner", "expert", "--setting", "no_background",
          "--no-videos", "--domain-id", str(domain), "--out", str(out), "--set", "sim_stack.backend=fetch",
-         "--set", "sim_stack.fetch_joint_speed=1.25", "--set", f"planner.expert_source={expert_source}"],
+         "--set", "sim_stack.fetch_joint_speed=1.25", "--set", f"planner.expert_source={expert_source}",
+         "--show-nodes"],
         capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     run_dir = out / task / "1"
     score = json.loads((run_dir / "score.json").read_text())
-    assert (score["success"], score["task_progress"]) == (True, 1.0)
+    # On failure, say why each failed subtask failed (the executor logs the skill's own detail).
+    failures = [line for line in result.stdout.splitlines()
+                if line.startswith("[homiebot_executor") and "]: [" in line]
+    assert (score["success"], score["task_progress"]) == (True, 1.0), "\n".join(failures[-30:])
     steps = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
     assert [step["action"] for step in steps if step["success"]].count("Put") == puts
     bag = subprocess.run(["emmoe-eval", "score-bag", str(run_dir / "episode.mcap"), "--data", "data", "--json"],

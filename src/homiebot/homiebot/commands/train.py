@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="precision of the saved LoRA weights (default float32; float16 halves the file)")
         sub.add_argument("--seed", type=int, help="random seed (default 42)")
         sub.add_argument("--logging-steps", type=int, help="log the loss every N steps (default 10)")
+        if stage == "sft":
+            sub.add_argument("--subtask-weight", type=float,
+                             help="text LMs: weight of the answer's [action, object] tokens in the loss (default 1)")
         if stage == "dpo":
             sub.add_argument("--beta", type=float, help="DPO beta (default 0.1)")
 
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         "split", "lora_r", "lora_alpha", "lora_dropout", "learning_rate", "epochs", "batch_size",
         "per_device_batch_size", "max_length", "max_steps", "warmup_ratio", "lr_scheduler", "optim", "load_in_4bit",
         "save", "images", "device", "cpu_bf16", "gradient_checkpointing", "seed", "logging_steps", "beta",
-        "validation_tasks", "eval_steps", "save_steps", "adapter_dtype")}
+        "validation_tasks", "eval_steps", "save_steps", "adapter_dtype", "subtask_weight")}
     try:
         config = TrainConfig.from_preset(args.stage, model=args.model, data=args.data, output_dir=args.output,
                                          **settings)

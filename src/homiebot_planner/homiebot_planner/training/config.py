@@ -84,6 +84,8 @@ class TrainConfig:
             folder continues from the last one.
         adapter_dtype: precision the LoRA weights are saved in: `float32`, or `float16` (half the file size; the
             shipped adapter uses it to stay under 5 MB).
+        subtask_weight: SFT of text LMs: how many times the tokens of the answer's `[action, object]` count in the
+            loss (1: plain answer loss).
     """
 
     stage: str
@@ -119,10 +121,15 @@ class TrainConfig:
     eval_steps: int = 0
     save_steps: int = 0
     adapter_dtype: str = "float32"
+    subtask_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.adapter_dtype not in ADAPTER_DTYPES:
             raise ValueError(f"adapter_dtype must be one of {', '.join(ADAPTER_DTYPES)}, not {self.adapter_dtype!r}")
+        if self.subtask_weight <= 0:
+            raise ValueError(f"subtask_weight must be positive, not {self.subtask_weight}")
+        if self.subtask_weight != 1.0 and self.stage != "sft":
+            raise ValueError("subtask_weight applies to the sft stage only")
         if self.eval_steps < 0 or self.save_steps < 0:
             raise ValueError("eval_steps and save_steps must be >= 0")
         if self.stage not in STAGES:

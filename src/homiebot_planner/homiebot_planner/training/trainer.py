@@ -387,7 +387,7 @@ def _make_trainer(config: TrainConfig, model: Any, processing_class: Any, datase
     if config.stage == "sft":
         from trl import SFTConfig
 
-        trainer_class = sft_trainer_class(model)
+        trainer_class = sft_trainer_class(model, config.subtask_weight)
         return trainer_class(model=model, args=SFTConfig(**settings), train_dataset=dataset, eval_dataset=validation,
                              processing_class=processing_class, peft_config=peft_config)
     from trl import DPOConfig, DPOTrainer
