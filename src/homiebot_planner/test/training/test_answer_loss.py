@@ -65,3 +65,14 @@ def test_subtask_weight_is_checked(tmp_path: Path) -> None:
         TrainConfig(stage="sft", model=tmp_path, data=tmp_path, output_dir=tmp_path, subtask_weight=0)
     with pytest.raises(ValueError, match="sft stage only"):
         TrainConfig(stage="dpo", model=tmp_path, data=tmp_path, output_dir=tmp_path, subtask_weight=2)
+
+
+def test_a_subtask_weight_for_a_vision_language_model_is_refused() -> None:
+    from types import SimpleNamespace
+
+    from homiebot_planner.training.answer_loss import sft_trainer_class
+
+    vlm = SimpleNamespace(config=SimpleNamespace(vision_config=object()))
+    with pytest.raises(ValueError, match="text LMs only"):
+        sft_trainer_class(vlm, subtask_weight=3.0)
+    assert sft_trainer_class(vlm).__name__ == "SFTTrainer"
