@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +35,8 @@ from homiebot_planner.prompts import (
     system_prompt,
 )
 
+# What constrained decoding may name (PlannerConfig.target_names).
+TARGET_NAMES: tuple[str, ...] = ("visible", "vocabulary")
 END = SubtaskText("End")
 # The subtask of a give-up decision: nothing to execute (the run ends without logging the round, as the release).
 NO_SUBTASK = SubtaskText("")
@@ -64,6 +66,9 @@ class PlannerConfig:
         no_repeat: constrained decoding does not offer the previous subtask again (its outcome would repeat), unless
             it failed in execution (E1-E3).
         parser: how answers are parsed: "release", "release_bracket" or "strict" (homiebot_planner.parsing).
+        target_names: what constrained decoding lets a subtask name: "visible" (the names visible in the four views)
+            or "vocabulary" (those and every single-word name of the alias table: a fridge or a room out of sight,
+            as the expert's plans name them; the executor answers for names the scene lacks).
     """
 
     max_samples: int = 5
@@ -80,6 +85,7 @@ class PlannerConfig:
     object_rules: bool = True
     no_repeat: bool = True
     parser: str = "strict"
+    target_names: str = "visible"
 
     def __post_init__(self) -> None:
         if self.max_samples < 1:
@@ -94,6 +100,8 @@ class PlannerConfig:
             raise ValueError(f"max_new_tokens must be >= 8, got {self.max_new_tokens}")
         if self.parser not in PARSERS:
             raise ValueError(f"parser must be one of {', '.join(PARSERS)}, got {self.parser!r}")
+        if self.target_names not in TARGET_NAMES:
+            raise ValueError(f"target_names must be one of {', '.join(TARGET_NAMES)}, got {self.target_names!r}")
 
 
 # Execution failures: a retry of the same subtask may succeed.
@@ -169,6 +177,8 @@ class Planner:
         self.memory = PlannerMemory(task, window=self.config.history_window)
         self._alias_table = alias_table or default_alias_table()
         self._system = backend.system_prompt(system_prompt(backend.observation_mode))
+        self._vocabulary = (vocabulary_names(self._alias_table, self._shown)
+                            if self.config.target_names == "vocabulary" else [])
 
     @property
     def observation_mode(self) -> str:
@@ -191,14 +201,14 @@ class Planner:
         visible: dict[str, None] = {}
         receptacles: dict[str, None] = {}
         containers: dict[str, None] = {}
-        for view in VIEW_ORDER:
-            for canonical in observation.visible.get(view, ()):
-                shown = self._shown(canonical)
-                visible[shown] = None
-                if not is_small_object(canonical):
-                    receptacles[shown] = None
-                elif canonical in OPEN_CONTAINER_OBJECTS:
-                    containers[shown] = None
+        seen = [(self._shown(canonical), canonical)
+                for view in VIEW_ORDER for canonical in observation.visible.get(view, ())]
+        for shown, canonical in seen + self._vocabulary:
+            visible[shown] = None
+            if not is_small_object(canonical):
+                receptacles[shown] = None
+            elif canonical in OPEN_CONTAINER_OBJECTS:
+                containers[shown] = None
         return DecodingConstraints(visible=tuple(visible), held=tuple(self.memory.inventory),
                                    receptacles=tuple(receptacles), containers=tuple(containers),
                                    hand_rules=self.config.hand_rules,
@@ -287,3 +297,13 @@ class Planner:
                 None only in replays without an executor, which then apply the release's text rule.
         """
         self.memory.record_execution(decision.round_number, decision.subtask, success, feedback, inventory_after)
+
+
+def vocabulary_names(table: AliasTable, shown: Callable[[str], str]) -> list[tuple[str, str]]:
+    """Every name constrained decoding may use with `target_names` vocabulary, with the canonical entry it names:
+    per entry of the alias table its shown name and its single-word aliases (`brown_table`, `refrigerator`)."""
+    names: list[tuple[str, str]] = []
+    for canonical, aliases in table.aliases.items():
+        spellings = (shown(canonical), *(alias.strip() for alias in aliases if " " not in alias.strip()))
+        names += [(spelling, canonical) for spelling in dict.fromkeys(spellings)]
+    return names

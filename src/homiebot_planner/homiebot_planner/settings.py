@@ -46,6 +46,8 @@ BACKEND_DEFAULTS: dict[str, tuple[str, float | None, int]] = {
     "homiebot": ("strict", 0.0, 1024),
 }
 LOCAL_DEFAULTS: tuple[str, float | None, int] = ("strict", 0.2, 1024)
+# What "auto" means for target_names per backend kind ("visible" for the others).
+TARGET_NAMES_DEFAULTS: dict[str, str] = {"homiebot": "vocabulary"}
 
 PARAMETER_DEFAULTS: dict[str, Any] = {
     # Which backend plans: homiebot (the trained default), smollm2 (untuned), mock, expert, openai, hf or random.
@@ -70,6 +72,8 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     "object_locations": True,
     # Constrained decoding for local backends: auto = on for homiebot and smollm2, off for hf.
     "constrained_decoding": "auto",
+    # What constrained decoding may name: auto (per backend, see TARGET_NAMES_DEFAULTS), visible or vocabulary.
+    "target_names": "auto",
     "analysis_max_tokens": 48,
     # Local backends: reuse the prompt's constant start and walk the token trie (false: the plain generate() path).
     "prefix_cache": True,
@@ -274,6 +278,8 @@ def build_settings(values: Mapping[str, Any]) -> Settings:
         require_valid=bool(merged["require_valid"]), release_image_order=bool(merged["release_image_order"]),
         hand_rules=bool(merged["hand_rules"]), object_rules=bool(merged["object_rules"]),
         no_repeat=bool(merged["no_repeat"]), object_locations=bool(merged["object_locations"]), parser=parser,
+        target_names=(TARGET_NAMES_DEFAULTS.get(merged["backend"], "visible") if merged["target_names"] == AUTO
+                      else str(merged["target_names"])),
     )
     return Settings(node=node, planner=planner, backend=backend_config(merged),
                     in_context_example=_tri_state("in_context_example", merged["in_context_example"]))

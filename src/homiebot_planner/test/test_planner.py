@@ -128,6 +128,23 @@ def test_text_mode_gets_display_names_and_constraints() -> None:
     assert request.constraints.object_rules and request.constraints.repeated == ()
 
 
+def test_the_vocabulary_lets_constrained_decoding_name_what_is_out_of_sight() -> None:
+    observation = Observation(visible={"front": ["frl_apartment_sofa", "013_apple"]})
+    visible_only = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK)
+    assert visible_only.constraints(observation).visible == ("sofa", "apple")
+    planner = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK,
+                      PlannerConfig(target_names="vocabulary"))
+    constraints = planner.constraints(observation)
+    assert constraints.visible[:2] == ("sofa", "apple")  # what is in view comes first
+    # A place out of sight, an alias of a table and a room, as the expert's plans name them; no spelling with a space.
+    assert {"fridge", "refrigerator", "brown_table", "living_room"} <= set(constraints.visible)
+    assert not [name for name in constraints.visible if " " in name]
+    assert "brown_table" in constraints.receptacles and "banana" not in constraints.receptacles
+    assert "banana" in constraints.visible and "bowl" in constraints.containers
+    with pytest.raises(ValueError, match="target_names"):
+        PlannerConfig(target_names="everything")
+
+
 def test_text_mode_says_where_small_objects_rest_unless_turned_off() -> None:
     observation = Observation(visible={"front": ["013_apple", "frl_apartment_sofa", "013_apple"]},
                               locations={"front": ["on frl_apartment_sofa", "", "in frl_apartment_refrigerator"]})

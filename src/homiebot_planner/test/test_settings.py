@@ -37,6 +37,15 @@ def test_parser_and_sampling_follow_the_backend(backend: dict[str, object], pars
     assert (planner.parser, planner.temperature, planner.max_new_tokens) == (parser, temperature, max_new_tokens)
 
 
+def test_target_names_follow_the_backend_unless_set() -> None:
+    assert build_settings({}).planner.target_names == "vocabulary"  # homiebot, trained on the expert's names
+    assert build_settings({"backend": "smollm2"}).planner.target_names == "visible"
+    assert build_settings({"backend": "random"}).planner.target_names == "visible"
+    assert build_settings({"target_names": "visible"}).planner.target_names == "visible"
+    with pytest.raises(ValueError, match="target_names"):
+        build_settings({"target_names": "all"})
+
+
 def test_parser_and_sampling_are_overridable() -> None:
     openai = {"backend": "openai", "openai_base_url": "http://127.0.0.1:9/v1"}
     planner = build_settings({**openai, "parser": "release", "temperature": 0.7, "max_new_tokens": 64}).planner

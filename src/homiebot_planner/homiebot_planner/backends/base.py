@@ -48,7 +48,8 @@ class DecodingConstraints:
     """What a constrained decoder may choose from in this step.
 
     Attributes:
-        visible: names the planner may target (display names of everything visible in the four views).
+        visible: names the planner may target (display names of everything visible in the four views, and with
+            the planner's `target_names` vocabulary every single-word name of the alias table).
         held: what the planner believes the robot holds (Put's object).
         receptacles: visible furniture and places (Put's place; all visible names when empty).
         containers: visible small objects that are open containers (a bowl): Put may name them as its place too.

@@ -6,8 +6,9 @@ Generation runs in two stages on the same prompt:
 2. the prompt plus `Analysis: <analysis>\\nSubtask: [` is continued (for text-only models from the first stage's
    key/value cache, so the prompt is not encoded twice) under a logits processor that only allows
    token sequences spelling one of the allowed endings, e.g. `Go to, fridge]\\nModel: NoMaD` followed by the end
-   of sequence. The allowed endings are the action list x the visible objects (the held object and a visible
-   receptacle for Put, nothing for End) with, for each action, the models that fit it (MODELS_FOR_ACTION).
+   of sequence. The allowed endings are the action list x the names the planner offers (the visible objects, or
+   with its `target_names` vocabulary also every name of the alias table; the held object and a receptacle for Put,
+   nothing for End) with, for each action, the models that fit it (MODELS_FOR_ACTION).
 
 The allowed endings are tokenized on their own and stored in a token trie; at every step the processor keeps
 only the children of the trie node the generated tokens lead to, so sampling (or greedy search) picks exactly
@@ -34,9 +35,9 @@ _OBJECT_ACTIONS = ("Pick", "Open", "Close")
 def allowed_endings(constraints: DecodingConstraints) -> list[str]:
     """Every allowed continuation after `Subtask: [`, e.g. `Put, apple, fridge]\\nModel: RT-1-X`.
 
-    Targets are the visible names except what the robot holds; Put's object is a held object and its place a
-    visible receptacle or open container (any visible name when no receptacle is known). With `hand_rules`, Pick/Open/Close are left
-    out while something is held and Put while nothing is. `End]\\nModel: None` is always allowed.
+    Targets are the offered names (`constraints.visible`) except what the robot holds; Put's object is a held object
+    and its place a receptacle or open container (any offered name when no receptacle is known). With `hand_rules`,
+    Pick/Open/Close are left out while something is held and Put while nothing is. `End]\\nModel: None` is always allowed.
     """
     held = {normalize(name) for name in constraints.held}
     targets = [name for name in dict.fromkeys(constraints.visible) if normalize(name) not in held]
