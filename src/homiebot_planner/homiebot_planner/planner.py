@@ -198,18 +198,18 @@ class Planner:
 
     def constraints(self, observation: Observation) -> DecodingConstraints:
         """What constrained decoding may choose from in this observation."""
-        visible: dict[str, None] = {}
+        names: dict[str, None] = {}
         receptacles: dict[str, None] = {}
         containers: dict[str, None] = {}
         seen = [(self._shown(canonical), canonical)
                 for view in VIEW_ORDER for canonical in observation.visible.get(view, ())]
         for shown, canonical in seen + self._vocabulary:
-            visible[shown] = None
+            names[shown] = None
             if not is_small_object(canonical):
                 receptacles[shown] = None
             elif canonical in OPEN_CONTAINER_OBJECTS:
                 containers[shown] = None
-        return DecodingConstraints(visible=tuple(visible), held=tuple(self.memory.inventory),
+        return DecodingConstraints(names=tuple(names), held=tuple(self.memory.inventory),
                                    receptacles=tuple(receptacles), containers=tuple(containers),
                                    hand_rules=self.config.hand_rules,
                                    object_rules=self.config.object_rules, repeated=self._repeat_forbidden())

@@ -12,14 +12,14 @@ from homiebot_planner.parsing import is_valid, model_fits_action, parse_output
 
 
 def test_endings_with_an_empty_hand() -> None:
-    endings = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), receptacles=("fridge",)))
+    endings = allowed_endings(DecodingConstraints(names=("apple", "fridge"), receptacles=("fridge",)))
     assert endings == [
         "Go to, apple]\nModel: NoMaD", "Go to, apple]\nModel: PixNav",
         "Go to, fridge]\nModel: NoMaD", "Go to, fridge]\nModel: PixNav",
         "Pick, apple]\nModel: RT-1-X", "Open, fridge]\nModel: octo", "Close, fridge]\nModel: octo",
         "End]\nModel: None",
     ]
-    loose = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), receptacles=("fridge",),
+    loose = allowed_endings(DecodingConstraints(names=("apple", "fridge"), receptacles=("fridge",),
                                                 object_rules=False))
     assert loose == [
         "Go to, apple]\nModel: NoMaD", "Go to, apple]\nModel: PixNav",
@@ -32,20 +32,20 @@ def test_endings_with_an_empty_hand() -> None:
 
 
 def test_endings_while_holding() -> None:
-    endings = allowed_endings(DecodingConstraints(visible=("apple", "fridge", "sofa"), held=("apple",),
+    endings = allowed_endings(DecodingConstraints(names=("apple", "fridge", "sofa"), held=("apple",),
                                                   receptacles=("fridge", "sofa")))
     assert "Put, apple, fridge]\nModel: RT-1-X" in endings and "Put, apple, sofa]\nModel: RT-1-X" in endings
     assert not any(ending.startswith(("Pick", "Open", "Close", "Go to, apple")) for ending in endings)
-    loose = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), hand_rules=False))
+    loose = allowed_endings(DecodingConstraints(names=("apple", "fridge"), hand_rules=False))
     assert "Put, apple, fridge]\nModel: RT-1-X" in loose and "Pick, apple]\nModel: RT-1-X" in loose
     assert allowed_endings(DecodingConstraints()) == ["End]\nModel: None"]
 
 
 def test_an_open_container_object_is_a_place_but_stays_pickable() -> None:
-    holding = allowed_endings(DecodingConstraints(visible=("banana", "bowl", "brown_table"), held=("banana",),
+    holding = allowed_endings(DecodingConstraints(names=("banana", "bowl", "brown_table"), held=("banana",),
                                                   receptacles=("brown_table",), containers=("bowl",)))
     assert "Put, banana, bowl]\nModel: RT-1-X" in holding and "Put, banana, brown_table]\nModel: RT-1-X" in holding
-    empty = allowed_endings(DecodingConstraints(visible=("bowl", "brown_table"), receptacles=("brown_table",),
+    empty = allowed_endings(DecodingConstraints(names=("bowl", "brown_table"), receptacles=("brown_table",),
                                                 containers=("bowl",)))
     assert "Pick, bowl]\nModel: RT-1-X" in empty and not any(ending.startswith("Open, bowl") for ending in empty)
 
@@ -59,14 +59,14 @@ def test_a_decision_only_answer_gets_the_empty_analysis_line() -> None:
 
 
 def test_the_previous_subtask_is_not_offered_again() -> None:
-    endings = allowed_endings(DecodingConstraints(visible=("apple", "fridge"), receptacles=("fridge",),
+    endings = allowed_endings(DecodingConstraints(names=("apple", "fridge"), receptacles=("fridge",),
                                                   repeated=("Go to, fridge",)))
     assert not any(ending.startswith("Go to, fridge]") for ending in endings)
     assert "Go to, apple]\nModel: PixNav" in endings and "Open, fridge]\nModel: octo" in endings
 
 
 def test_every_ending_completes_a_valid_answer() -> None:
-    constraints = DecodingConstraints(visible=("apple", "brown_table", "fridge"), held=("bowl",),
+    constraints = DecodingConstraints(names=("apple", "brown_table", "fridge"), held=("bowl",),
                                       receptacles=("brown_table", "fridge"))
     for ending in allowed_endings(constraints):
         parsed = parse_output(f"Analysis: x\nSubtask: [{ending}")

@@ -122,7 +122,7 @@ def test_text_mode_gets_display_names_and_constraints() -> None:
     assert request.messages[-1].text.startswith(
         "Visible objects:\nfront: fridge, apple\nleft: None\nback: sofa, bowl\nright: None\nTask: ")
     assert request.messages[-1].images == ()
-    assert request.constraints.visible == ("fridge", "apple", "sofa", "bowl")
+    assert request.constraints.names == ("fridge", "apple", "sofa", "bowl")
     assert request.constraints.receptacles == ("fridge", "sofa") and request.constraints.containers == ("bowl",)
     assert request.constraints.held == ("banana",)
     assert request.constraints.object_rules and request.constraints.repeated == ()
@@ -131,16 +131,16 @@ def test_text_mode_gets_display_names_and_constraints() -> None:
 def test_the_vocabulary_lets_constrained_decoding_name_what_is_out_of_sight() -> None:
     observation = Observation(visible={"front": ["frl_apartment_sofa", "013_apple"]})
     visible_only = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK)
-    assert visible_only.constraints(observation).visible == ("sofa", "apple")
+    assert visible_only.constraints(observation).names == ("sofa", "apple")
     planner = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK,
                       PlannerConfig(target_names="vocabulary"))
     constraints = planner.constraints(observation)
-    assert constraints.visible[:2] == ("sofa", "apple")  # what is in view comes first
+    assert constraints.names[:2] == ("sofa", "apple")  # what is in view comes first
     # A place out of sight, an alias of a table and a room, as the expert's plans name them; no spelling with a space.
-    assert {"fridge", "refrigerator", "brown_table", "living_room"} <= set(constraints.visible)
-    assert not [name for name in constraints.visible if " " in name]
+    assert {"fridge", "refrigerator", "brown_table", "living_room"} <= set(constraints.names)
+    assert not [name for name in constraints.names if " " in name]
     assert "brown_table" in constraints.receptacles and "banana" not in constraints.receptacles
-    assert "banana" in constraints.visible and "bowl" in constraints.containers
+    assert "banana" in constraints.names and "bowl" in constraints.containers
     with pytest.raises(ValueError, match="target_names"):
         PlannerConfig(target_names="everything")
 
@@ -151,7 +151,7 @@ def test_text_mode_says_where_small_objects_rest_unless_turned_off() -> None:
     with_locations = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK)
     assert with_locations.user_message(observation).startswith(
         "Visible objects:\nfront: apple (on sofa), sofa, apple (in fridge)\nleft: None\n")
-    assert with_locations.constraints(observation).visible == ("apple", "sofa")
+    assert with_locations.constraints(observation).names == ("apple", "sofa")
     plain = Planner(MockBackend(MockConfig(outputs=(GO,), observation_mode="text")), TASK,
                     PlannerConfig(object_locations=False))
     assert plain.user_message(observation).startswith("Visible objects:\nfront: apple, sofa\nleft: None\n")

@@ -15,7 +15,7 @@ def backend(**values):
 
 def request(held=()):
     return GenerationRequest(messages=(), constraints=DecodingConstraints(
-        visible=("apple", "fridge", "sofa"), held=tuple(held)))
+        names=("apple", "fridge", "sofa"), held=tuple(held)))
 
 
 def draws(planner, episode: str, held=(), count: int = 40) -> list:

@@ -48,7 +48,7 @@ class DecodingConstraints:
     """What a constrained decoder may choose from in this step.
 
     Attributes:
-        visible: names the planner may target (display names of everything visible in the four views, and with
+        names: names the planner may target (display names of everything visible in the four views, and with
             the planner's `target_names` vocabulary every single-word name of the alias table).
         held: what the planner believes the robot holds (Put's object).
         receptacles: visible furniture and places (Put's place; all visible names when empty).
@@ -59,7 +59,7 @@ class DecodingConstraints:
         repeated: subtasks (bracket contents, `Go to, fridge`) that may not be chosen again.
     """
 
-    visible: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
     held: tuple[str, ...] = ()
     receptacles: tuple[str, ...] = ()
     containers: tuple[str, ...] = ()

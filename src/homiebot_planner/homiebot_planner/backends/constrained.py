@@ -35,12 +35,12 @@ _OBJECT_ACTIONS = ("Pick", "Open", "Close")
 def allowed_endings(constraints: DecodingConstraints) -> list[str]:
     """Every allowed continuation after `Subtask: [`, e.g. `Put, apple, fridge]\\nModel: RT-1-X`.
 
-    Targets are the offered names (`constraints.visible`) except what the robot holds; Put's object is a held object
+    Targets are the offered names (`constraints.names`) except what the robot holds; Put's object is a held object
     and its place a receptacle or open container (any offered name when no receptacle is known). With `hand_rules`,
     Pick/Open/Close are left out while something is held and Put while nothing is. `End]\\nModel: None` is always allowed.
     """
     held = {normalize(name) for name in constraints.held}
-    targets = [name for name in dict.fromkeys(constraints.visible) if normalize(name) not in held]
+    targets = [name for name in dict.fromkeys(constraints.names) if normalize(name) not in held]
     places = list(dict.fromkeys((*constraints.receptacles, *constraints.containers))) or targets
     put_objects = list(dict.fromkeys(constraints.held)) or ([] if constraints.hand_rules else targets)
     endings: list[str] = []

@@ -49,7 +49,7 @@ class RandomBackend(PlannerBackend):
     def candidates(self, request: GenerationRequest) -> list[tuple[str, str, str]]:
         """Every (action, target, place) the hand rules allow with what is visible and held."""
         constraints = request.constraints
-        held, visible = constraints.held, constraints.visible
+        held, visible = constraints.held, constraints.names
         receptacles = constraints.receptacles or visible
         options = [("Go to", name, "") for name in visible]
         if held and constraints.hand_rules:
