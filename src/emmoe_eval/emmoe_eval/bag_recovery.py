@@ -22,11 +22,17 @@ class Recovered:
 
 
 def unfinished_bag(path: Path) -> Path | None:
-    """For a bag path that does not exist: the MCAP file its writer left in `<name>.partial/`, if any."""
-    folder = path.with_name(path.name + PARTIAL_SUFFIX)
-    if path.exists() or not folder.is_dir():
+    """The `<name>.partial/` folder a bag writer left for a bag path that does not exist (or `path` itself when it
+    is such a folder); None when there is none."""
+    folder = path if path.name.endswith(PARTIAL_SUFFIX) else path.with_name(path.name + PARTIAL_SUFFIX)
+    if folder is not path and path.exists() or not folder.is_dir():
         return None
-    return next(iter(sorted(folder.glob("*.mcap"))), None)
+    return folder
+
+
+def unfinished_bag_folders(run_dir: Path) -> list[Path]:
+    """The `<name>.mcap.partial/` folders a bag writer left in a run folder: bags it never closed."""
+    return sorted(path for path in run_dir.glob(f"*.mcap{PARTIAL_SUFFIX}") if path.is_dir())
 
 
 def recover_messages(path: Path, topic: str) -> Recovered:

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from emmoe_eval import topics
-from emmoe_eval.bag_recovery import recover_messages, unfinished_bag
+from emmoe_eval.bag_recovery import recover_messages, unfinished_bag, unfinished_bag_folders
 from emmoe_eval.records import RunInfo, end_reason_of, is_end_marker, run_info_from_record, step_from_record
-from emmoe_eval.runs import Run, Step
+from emmoe_eval.json_text import shown
+from emmoe_eval.runs import END_REASONS, INFRASTRUCTURE_ERROR, Run, Step
 
 STEPS_TOPIC = topics.STEPS_TOPIC
 STEP_RECORD_TYPE = "emmoe_interfaces/msg/StepRecord"
@@ -197,8 +198,10 @@ def read_bag_runs(paths: Sequence[Path | str], topic: str = STEPS_TOPIC) -> BagR
 
     A step 1 arriving for a run that already has steps starts that run again (the earlier steps are dropped with a
     warning), as the evaluator node does. A damaged or unfinished MCAP bag (`<name>.partial/` left by a writer that
-    stopped) is read up to its last complete message and its runs are scored from what they hold, with a warning. A
-    bag with nothing readable in `<exp>/<task>/<run>/` counts as a failed run of that task, never as a missing one.
+    stopped) is read up to its last complete message, with a warning. A run whose records hold no end marker (no
+    record with an end reason: the recording never finished, or its end was lost) ends with reason "error": never a
+    planner result. A finished bag with nothing readable in `<exp>/<task>/<run>/` counts as a failed (corrupt) run of
+    that task, an unfinished one as an infrastructure failure; neither goes missing.
 
     Raises:
         BagError: when the emmoe_interfaces definitions cannot be found.
@@ -209,8 +212,8 @@ def read_bag_runs(paths: Sequence[Path | str], topic: str = STEPS_TOPIC) -> BagR
     for raw_path in paths:
         path = Path(raw_path)
         unfinished = unfinished_bag(path)
-        records, problem = (_recover(unfinished, topic, store, "was not finished by its writer")
-                            if unfinished is not None else _read_records(path, topic, store))
+        records, problem = (_read_unfinished(unfinished, topic, store) if unfinished is not None
+                            else _read_records(path, topic, store))
         if problem:
             found.problems.append(f"{path}: {problem}")
         if records:
@@ -218,10 +221,27 @@ def read_bag_runs(paths: Sequence[Path | str], topic: str = STEPS_TOPIC) -> BagR
                 grouped.take(record, path, found)
         elif problem and path.parent.name.isdigit():
             key = (path.parent.parent.name, int(path.parent.name))
-            grouped.unreadable[key] = path
-            found.problems[-1] += "; the run counts as failed"
+            grouped.unreadable[key] = (path, unfinished is not None)
+            found.problems[-1] += ("; the run never finished: an infrastructure failure, not a planner result"
+                                   if unfinished is not None else "; the run counts as failed")
     found.runs = grouped.runs()
     return found
+
+
+def with_unfinished_bags(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """The named bags, then the unfinished bags (`<name>.mcap.partial/`) of the other run folders of the experiments
+    the named ones are in (`<exp>/<task>/<run>/<bag>`): a glob of finished bags (`runs/exp/*/*/episode.mcap`) never
+    names the run of a writer that stopped, which would otherwise vanish from the scores without a word.
+
+    Returns:
+        (the bags to read, a line naming each bag added).
+    """
+    named = {Path(path).parent for path in paths}
+    experiments = sorted({Path(path).parent.parent.parent for path in paths if Path(path).parent.name.isdigit()})
+    added = [folder for experiment in experiments for run_dir in sorted(experiment.glob("*/*"))
+             if run_dir not in named and run_dir.name.isdigit() for folder in unfinished_bag_folders(run_dir)]
+    return [*map(Path, paths), *added], [f"{folder}: an unfinished bag beside the named ones; read too"
+                                         for folder in added]
 
 
 def _read_records(path: Path, topic: str, store: Any) -> tuple[list[Any], str]:
@@ -239,6 +259,14 @@ def _read_records(path: Path, topic: str, store: Any) -> tuple[list[Any], str]:
         if path.is_file() and path.suffix == ".mcap":
             return _recover(path, topic, store, f"is damaged ({type(error).__name__})")
         return [], f"cannot read the bag ({type(error).__name__}: {error})"
+
+
+def _read_unfinished(folder: Path, topic: str, store: Any) -> tuple[list[Any], str]:
+    """The StepRecords recovered from the MCAP file in a writer's `.partial/` folder, and the problem."""
+    bag = next(iter(sorted(folder.glob("*.mcap"))), None)
+    if bag is None:
+        return [], f"the bag was not finished by its writer, and {folder.name} holds no MCAP file"
+    return _recover(bag, topic, store, "was not finished by its writer")
 
 
 def _recover(path: Path, topic: str, store: Any, what: str) -> tuple[list[Any], str]:
@@ -260,15 +288,19 @@ class _GroupedSteps:
     steps: dict[tuple[str, int], list[Step]] = field(default_factory=dict)
     ends: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
     sources: dict[tuple[str, int], Path] = field(default_factory=dict)
-    unreadable: dict[tuple[str, int], Path] = field(default_factory=dict)
+    unreadable: dict[tuple[str, int], tuple[Path, bool]] = field(default_factory=dict)  # (bag, unfinished)
 
     def take(self, record: Any, path: Path, found: BagRuns) -> None:
         info = run_info_from_record(record)
         run_steps = self.steps.setdefault(info.key, [])
         found.infos[info.key] = info
         self.sources[info.key] = path
-        if end_reason_of(record) is not None:
-            self.ends[info.key] = (end_reason_of(record) or "", getattr(record, "error_msg", ""))
+        reason = end_reason_of(record)
+        if reason in END_REASONS:
+            self.ends[info.key] = (reason or "", getattr(record, "error_msg", ""))
+        elif reason is not None:
+            found.problems.append(f"{path}: episode {info.episode_id} run {info.run_index}: unknown end reason "
+                                  f"{shown(reason)}; ignored")
         if is_end_marker(record):
             return
         step = step_from_record(record)
@@ -282,7 +314,9 @@ class _GroupedSteps:
     def runs(self) -> list[Run]:
         runs = []
         for key, run_steps in self.steps.items():
-            end_reason, error_msg = self.ends.get(key, (None, ""))
+            end_reason, error_msg = self.ends.get(key, (INFRASTRUCTURE_ERROR, f"{self.sources[key]} holds no end "
+                                                        "marker of the run (its recording never finished, or its end "
+                                                        "was lost)"))
             run = Run(task_id=key[0], run_id=str(key[1]), steps=run_steps, source=self.sources[key],
                       end_reason=end_reason, error_msg=error_msg)
             for previous, current in zip(run_steps, run_steps[1:]):
@@ -290,6 +324,8 @@ class _GroupedSteps:
                     run.problems.append(f"{self.sources[key]}: episode {key[0]} run {key[1]}: step {current.step} "
                                         f"follows step {previous.step}")
             runs.append(run)
-        runs += [Run(task_id=key[0], run_id=str(key[1]), steps=[], source=path, corrupt=True)
-                 for key, path in self.unreadable.items() if key not in self.steps]
+        runs += [Run(task_id=key[0], run_id=str(key[1]), steps=[], source=path, corrupt=not unfinished,
+                     end_reason=INFRASTRUCTURE_ERROR if unfinished else None,
+                     error_msg=f"{path}: an unfinished bag with no complete StepRecord" if unfinished else "")
+                 for key, (path, unfinished) in self.unreadable.items() if key not in self.steps]
         return runs

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from emmoe_eval.json_text import JSONTextError, decode_json
+from emmoe_eval.json_text import JSONTextError, TextFileError, decode_json, read_text_file
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, format_subtask, parse_subtask
 from emmoe_eval.runs import Run, Step, run_identity
 
@@ -132,11 +132,11 @@ def read_conversation(path: Path | str) -> list[Round]:
     """
     path = Path(path)
     try:
-        data = decode_json(path.read_text(encoding="utf-8"))
+        data = decode_json(read_text_file(path))
     except JSONTextError as error:
         raise ConversationError(f"{path}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConversationError(f"{path}: cannot read: {error}") from None
+    except TextFileError as error:
+        raise ConversationError(f"{path}: cannot read: {error.reason}") from None
     if not isinstance(data, list) or not all(isinstance(entry, str) for entry in data):
         raise ConversationError(f"{path}: expected a JSON list of 'USER:...ASSISTANT:...' strings")
     return [parse_round(entry, f"{path}: round {number}") for number, entry in enumerate(data, start=1)]

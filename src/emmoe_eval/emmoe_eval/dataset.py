@@ -24,8 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from emmoe_eval.json_text import JSONTextError, decode_json, shown
-from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, parse_subtask
+from emmoe_eval.json_text import JSONTextError, TextFileError, decode_json, read_text_file, shown, string_lines
+from emmoe_eval.protocol import ACTIONS, SUCCESS_FEEDBACK, SubtaskText, parse_subtask
 
 SPLITS: tuple[str, ...] = ("train", "test")
 INFO_FILE = "info.txt"
@@ -42,7 +42,7 @@ SFT_FILE = "sft_train.json"
 DPO_FILE = "dpo_train.json"
 VIEWS: tuple[str, ...] = ("front", "left", "back", "right")
 _IMAGE_NAME = re.compile(r"^subtask(?P<index>\d+)_(?P<view>front|left|back|right)\.png$")
-_SUBTASK_HEAD = re.compile(r"^Subtask\s*(?P<index>\d+)\s*:\s*(?P<subtask>\[[^\[\]]*\])\s*(?:\((?P<model>[^()]*)\))?\s*$")
+_SUBTASK_HEAD = re.compile(r"^Subtask\s*(?P<index>\d{1,9})\s*:\s*(?P<subtask>\[[^\[\]]*\])\s*(?:\((?P<model>[^()]*)\))?\s*$")
 _INFO_FIELDS = ("Analysis", "Feedback", "Inventory")
 
 
@@ -227,25 +227,29 @@ def read_info(path: Path | str) -> InfoTrajectory:
 
 # ---- keypath.json -----------------------------------------------------------------------------------------------------
 
-def parse_keypaths(data: Any, source: str = KEYPATH_FILE) -> tuple[Keypath, ...]:
-    """Validate decoded keypath.json content: a non-empty list of keypaths, each a list of subtask strings ending in [End].
+def parse_keypaths(data: Any, source: str = KEYPATH_FILE, lines: Sequence[int] = ()) -> tuple[Keypath, ...]:
+    """Validate decoded keypath.json: a non-empty list of keypaths, each a list of ACTIONS subtask strings ending in [End].
 
     Raises:
-        DatasetError: naming `source`, the keypath and the node.
+        DatasetError: naming `source`, the keypath and the node, and its line (`lines`: json_text.string_lines).
     """
     if not isinstance(data, list) or not data:
         raise DatasetError(f"{source}: expected a non-empty JSON list of keypaths")
     keypaths: list[Keypath] = []
+    line_of = iter(lines)  # every node before a string node is a string: the file's strings are the nodes, in order
     for path_number, keypath in enumerate(data, start=1):
         if not isinstance(keypath, list) or not keypath:
             raise DatasetError(f"{source}: keypath {path_number} must be a non-empty list of subtask strings")
         nodes: list[SubtaskText] = []
         for node_number, node in enumerate(keypath, start=1):
-            where = f"{source}: keypath {path_number}, node {node_number}"
+            line = next(line_of, None) if isinstance(node, str) else None
+            where = f"{source}{'' if line is None else f':{line}'}: keypath {path_number}, node {node_number}"
             if not isinstance(node, str):
                 raise DatasetError(f"{where}: expected a string like '[Go to, fridge]', found {shown(node)}")
             try:
                 nodes.append(parse_subtask(node))
+                if nodes[-1].action not in ACTIONS:
+                    raise ValueError(f"unknown action {shown(nodes[-1].action)} (expected one of {', '.join(ACTIONS)})")
             except ValueError as error:
                 raise DatasetError(f"{where}: {error}") from None
         if nodes[-1].action != "End":
@@ -261,7 +265,7 @@ def read_keypaths(path: Path | str) -> tuple[Keypath, ...]:
         DatasetError: when the file is missing, not JSON, or not a list of keypaths.
     """
     path = Path(path)
-    return parse_keypaths(read_json_file(path), str(path))
+    return parse_keypaths(read_json_file(path), str(path), string_lines(_read_text(path)))  # (a small file)
 
 
 def keypaths_to_json(keypaths: Iterable[Keypath]) -> list[list[str]]:
@@ -281,7 +285,7 @@ def resolve_data_root(path: Path | str) -> Path:
     for candidate in (path, path / "data"):
         if any((candidate / split).is_dir() for split in SPLITS):
             return candidate
-    raise DatasetError(f"{path}: not an EMMOE data folder (expected train/ or test/ in it or in {path / 'data'})")
+    raise DatasetError(f"{path.resolve()}: not an EMMOE data folder (no train/ or test/ in it or in its data/)")
 
 
 def split_names(split: str) -> tuple[str, ...]:
@@ -478,20 +482,16 @@ def default_task_attributes() -> TaskAttributes:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: file not found") from None
-    except UnicodeDecodeError as error:
-        raise DatasetError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except OSError as error:
-        raise DatasetError(f"{path}: cannot read: {error.strerror}") from None
+        return read_text_file(path)
+    except TextFileError as error:
+        raise DatasetError(f"{path}: {'file not found' if error.missing else f'cannot read: {error.reason}'}") from None
 
 
 def read_json_file(path: Path) -> Any:
     """Decode a JSON file.
 
     Raises:
-        DatasetError: naming the file, line and column of a syntax error, or a missing file.
+        DatasetError: naming the file, line and column of a syntax error, or a missing or unreadable file.
     """
     text = _read_text(path)
     try:

@@ -5,13 +5,14 @@ A run folder's run.json (written by this project's recorder) gives the run's end
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from emmoe_eval.conversation import CONVERSATION_FILE, read_conversation_run
 from emmoe_eval.dataset import task_sort_key
-from emmoe_eval.runs import END_REASONS, TRAJECTORY_FILE, Run, read_run_info, read_trajectory
+from emmoe_eval.runs import TRAJECTORY_FILE, Run, read_trajectory, run_end
 
 SOURCES: tuple[str, ...] = ("auto", "trajectory", "conversation")
 
@@ -76,17 +77,14 @@ def _wanted(source: str) -> str:
 
 
 def _read_run_dir(run_dir: Path, source: str) -> Run | None:
+    """The run of a run folder, None when it has no run file. A run file that is there but unusable (a directory, a
+    FIFO, a symlink loop in its place) is read, and reported as corrupt, rather than replaced by the other file."""
     trajectory = run_dir / TRAJECTORY_FILE
     conversation = run_dir / CONVERSATION_FILE
-    if source in ("auto", "trajectory") and trajectory.is_file():
+    if source in ("auto", "trajectory") and os.path.lexists(trajectory):
         return read_trajectory(trajectory, run_dir.parent.name, run_dir.name)
-    if source in ("auto", "conversation") and conversation.is_file():
+    if source in ("auto", "conversation") and os.path.lexists(conversation):
         run = read_conversation_run(conversation, run_dir.parent.name, run_dir.name)
-        reason, run.error_msg, problems = read_run_info(run_dir)
-        run.problems += problems
-        if reason in END_REASONS:
-            run.end_reason = reason
-        elif reason is not None:
-            run.problems.append(f"{run_dir}: unknown end reason {reason!r} in run.json; ignored")
+        run.end_reason, run.error_msg = run_end(run_dir, None, str(conversation), run.problems)
         return run
     return None

@@ -13,6 +13,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from emmoe_eval.json_text import TextFileError, read_text_file
+
 
 def normalize(name: str) -> str:
     """Lower-case, `_` as space, single spaces, trimmed: "Brown_Table " -> "brown table"."""
@@ -89,9 +91,9 @@ def load_alias_table(path: Path | str | None = None) -> AliasTable:
         return default_alias_table()
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise AliasTableError(f"{path}: cannot read the alias table: {error.strerror}") from error
+        text = read_text_file(path)
+    except TextFileError as error:
+        raise AliasTableError(f"{path}: cannot read the alias table: {error.reason}") from None
     return parse_alias_text(text, str(path))
 
 

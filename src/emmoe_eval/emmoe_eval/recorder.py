@@ -1,6 +1,8 @@
 """The evaluator's core (no rclpy): record runs step by step, score each run when it ends.
 
 For every run (episode_id, run_index) it writes, under `<out>/<episode_id>/<run_index>/`:
+- `run.json` when the run starts, without an end reason: a folder whose run.json never gets one holds a run whose
+  recording never finished (the evaluator was killed), never scored as a planner result (emmoe_eval.runs.run_end);
 - `trajectory.jsonl`, one line per step, flushed and synced as each step arrives;
 - `subtask{n}_{front,left,back,right}.png` when the step carries the four views;
 - `episode.mcap`, a rosbag2 MCAP file with the run's StepRecords on /emmoe/steps (when given their serialised bytes);
@@ -36,10 +38,10 @@ from emmoe_eval.conversation import CONVERSATION_FILE, conversation_from_steps, 
 from emmoe_eval.dataset import VIEWS, DatasetError, Task, default_task_attributes, find_task, image_name
 from emmoe_eval.metrics import COMPAT_MODES, ScoringConfig, make_matchers, score_run
 from emmoe_eval.records import RunInfo
-from emmoe_eval.runs import END_REASONS, RUN_INFO_FILE, TRAJECTORY_FILE, WRITE_FAILURE, Run, Step, TrajectoryWriter
+from emmoe_eval.runs import (END_REASONS, RUN_INFO_FILE, SCORE_FILE, TRAJECTORY_FILE, WRITE_FAILURE, Run, Step,
+                             TrajectoryWriter)
 
 BAG_FILE = "episode.mcap"
-SCORE_FILE = "score.json"
 _OUTPUT_GLOBS = (TRAJECTORY_FILE, CONVERSATION_FILE, RUN_INFO_FILE, SCORE_FILE, BAG_FILE, "subtask*_*.png")
 
 
@@ -84,6 +86,7 @@ class RunRecorder:
         for pattern in _OUTPUT_GLOBS:
             for old in run_dir.glob(pattern):
                 old.unlink()
+        _write_json(run_dir / RUN_INFO_FILE, info.to_json())
         self._trajectory = TrajectoryWriter(run_dir / TRAJECTORY_FILE)
         self._bag = StepBagWriter(run_dir / BAG_FILE) if config.record_bag else None
 

@@ -2,7 +2,8 @@
 
 `OUT/index.html` embeds its plots as base64 data URIs and links each run's folder and step images by relative path;
 `OUT/summary.md` references the same plots written as PNG files next to it; `OUT/scores.json` holds every
-experiment's score summary.
+experiment's score summary. With two or more experiments both pages compare each with the first, as
+`emmoe-eval compare` does (on their common tasks; the bootstrap's resamples and seed are those of the scores).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from emmoe_eval.compare import (INDEPENDENCE_NOTE, CompareError, Comparison, Conditions, Side, compare_sides,
+                                format_interval, read_conditions)
 from emmoe_eval.dataset import VIEWS, Task, subtask_images, task_sort_key
 from emmoe_eval.experiments import Experiment
-from emmoe_eval.metrics import EXECUTED_ACTIONS, HEADLINE, UNCLASSIFIED, Evaluation
+from emmoe_eval.metrics import EXECUTED_ACTIONS, HEADLINE, UNCLASSIFIED, Evaluation, ScoringConfig
 from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES
 from emmoe_eval.videos import video_files
 
@@ -62,6 +65,31 @@ class ExperimentResult:
     def name(self) -> str:
         """The experiment's name (its folder name)."""
         return self.experiment.name
+
+    @property
+    def conditions(self) -> Conditions:
+        """The setting and conditions recorded in the experiment folder's setting.json."""
+        return read_conditions(self.experiment.directory)
+
+    @property
+    def side(self) -> Side:
+        """The experiment as one side of a comparison."""
+        return Side(self.name, tuple(self.evaluation.outcomes), self.conditions)
+
+
+def compare_with_first(results: Sequence[ExperimentResult]) -> list[tuple[ExperimentResult, Comparison | str]]:
+    """Each experiment after the first compared with the first (as `emmoe-eval compare`), or why it cannot be."""
+    summary = results[0].evaluation.summary
+    intervals = summary["confidence_intervals"]
+    config = ScoringConfig(compat=summary["compat"], bootstrap_resamples=intervals["resamples"], seed=intervals["seed"],
+                           srr_run=summary["srr_run"])
+    comparisons: list[tuple[ExperimentResult, Comparison | str]] = []
+    for result in results[1:]:
+        try:
+            comparisons.append((result, compare_sides(results[0].side, result.side, config)))
+        except CompareError as error:
+            comparisons.append((result, str(error)))
+    return comparisons
 
 
 # ---- plots -------------------------------------------------------------------------------------------------------------
@@ -190,6 +218,33 @@ def _interval(summary: Mapping[str, object], name: str) -> str:
     return "-" if bounds is None else f"{_pct(bounds[0])}-{_pct(bounds[1])}"
 
 
+_COMPARISON_HEADER = ("metric", "{first}", "{second}", "{second} - {first}", "95% CI of the difference")
+_COMPARISON_NOTE = ("Each experiment against the first, on the tasks both have scored runs of. CIs: paired percentile "
+                    "bootstrap over those tasks (the same tasks resampled for both). The sign-flip test is over tasks, "
+                    "on the per-task success rate. " + INDEPENDENCE_NOTE)
+
+
+def _comparison_rows(comparison: Comparison) -> list[list[str]]:
+    rows = []
+    for name in HEADLINE:
+        difference = comparison.differences[name]
+        rows.append([name, _pct(comparison.metrics[0][name]), _pct(comparison.metrics[1][name]),
+                     "-" if difference is None else f"{100 * difference:+.2f}",
+                     format_interval(comparison.intervals[name])])
+    return rows
+
+
+def _comparison_lines(comparison: Comparison) -> list[str]:
+    """The verdict, the tests' details and any conditions warning, one sentence each."""
+    return [comparison.verdict(),
+            f"{comparison.runs[0]} and {comparison.runs[1]} runs on {len(comparison.task_ids)} common task(s) "
+            f"({', '.join(comparison.task_ids)}); successes {comparison.successes[0]}/{comparison.runs[0]} and "
+            f"{comparison.successes[1]}/{comparison.runs[1]}; sign-flip test {comparison.sign_flip.method} "
+            f"({comparison.sign_flip.nonzero_tasks} task(s) differ); bootstrap {comparison.resamples} resamples, "
+            f"seed {comparison.seed}.",
+            *(f"Warning: {warning}" for warning in comparison.warnings())]
+
+
 _TABLE4_NOTE = ("SR: successes / executions (pooled); SR*: the paper's retry-adjusted s/(3f+2s) (a failed execution "
                 "counts 3 attempts); range: min-max of SR over run indices (the release's analysis notebook); P: share "
                 "of execution errors.")
@@ -249,8 +304,8 @@ def _run_cell(result: ExperimentResult, run_json: Mapping[str, object], out_dir:
 
 
 def render_html(results: Sequence[ExperimentResult], tasks: Mapping[str, Task], out_dir: Path, title: str,
-                plots: Mapping[str, bytes]) -> str:
-    """The report page (plots embedded as data URIs)."""
+                plots: Mapping[str, bytes], comparisons: Sequence[tuple[ExperimentResult, Comparison | str]]) -> str:
+    """The report page (plots embedded as data URIs; `comparisons` from `compare_with_first`)."""
     def image(name: str, alt: str) -> str:
         encoded = base64.b64encode(plots[name]).decode("ascii")
         return f"<img class='plot' alt='{_esc(alt)}' src='data:image/png;base64,{encoded}'>"
@@ -266,16 +321,31 @@ def render_html(results: Sequence[ExperimentResult], tasks: Mapping[str, Task], 
             f"<div class='value' style='color:{_COLORS[number % len(_COLORS)]}'>{_pct(summary[name])}</div>"
             + (f"<div class='ci'>95% CI {_interval(summary, name)}</div>" if name in ("SR", "TP") else "")
             + "</div>" for name in HEADLINE)
-        sections.append(f"<h3>{_esc(result.name)} <span class='muted'>&middot; {summary['runs']} runs of "
-                        f"{summary['tasks']} tasks &middot; {_failures(summary)}</span></h3>"
+        sections.append(f"<h3>{_esc(result.name)} <span class='muted'>&middot; {_esc(result.conditions.describe())} "
+                        f"&middot; {summary['runs']} runs of {summary['tasks']} tasks &middot; {_failures(summary)}"
+                        "</span></h3>"
                         f"<div class='cards'>{cards}</div>")
     sections += ["<h2>Metrics</h2>", image("metrics", "metric bars per experiment"),
-                 _table(["experiment", "runs", "tasks", *HEADLINE, "SR 95% CI", "TP 95% CI"],
+                 _table(["experiment", "runs", "tasks", *HEADLINE, "SR 95% CI", "TP 95% CI", "setting", "conditions"],
                         [[_esc(result.name), str(result.evaluation.summary["runs"]),
                           str(result.evaluation.summary["tasks"]),
                           *(_pct(result.evaluation.summary[name]) for name in HEADLINE),
-                          _interval(result.evaluation.summary, "SR"), _interval(result.evaluation.summary, "TP")]
-                         for result in results])]
+                          _interval(result.evaluation.summary, "SR"), _interval(result.evaluation.summary, "TP"),
+                          _esc(result.conditions.setting), _esc(result.conditions.conditions)]
+                         for result in results], frozenset({0, 10, 11}))]
+    if comparisons:
+        sections += ["<h2>Comparison</h2>", f"<p class='sub'>{_esc(_COMPARISON_NOTE)}</p>"]
+        for result, comparison in comparisons:
+            title = f"{_esc(result.name)} against {_esc(results[0].name)}"
+            if isinstance(comparison, str):
+                sections.append(f"<h3>{title}</h3><p class='warn'>{_esc(comparison)}</p>")
+                continue
+            header = [_esc(cell.format(first=results[0].name, second=result.name)) for cell in _COMPARISON_HEADER]
+            lines = _comparison_lines(comparison)
+            sections += [f"<h3>{title}</h3>", _table(header, _comparison_rows(comparison)),
+                         f"<p><b>{_esc(lines[0])}</b></p>",
+                         *(f"<p class='{'warn' if line.startswith('Warning') else 'sub'}'>{_esc(line)}</p>"
+                           for line in lines[1:])]
     attributes = list(results[0].evaluation.summary["per_attribute"])
     sections += ["<h2>Per task attribute (Table 5)</h2>",
                  "<p class='sub'>Attribute lists as hard-coded in the released notebooks; their task numbering may "
@@ -335,33 +405,48 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(results: Sequence[ExperimentResult], title: str, plot_files: Mapping[str, str]) -> str:
-    """The Markdown summary (plots referenced as PNG files next to it)."""
+def render_markdown(results: Sequence[ExperimentResult], title: str, plot_files: Mapping[str, str],
+                    comparisons: Sequence[tuple[ExperimentResult, Comparison | str]]) -> str:
+    """The Markdown summary (plots referenced as PNG files next to it; `comparisons` from `compare_with_first`)."""
     first = results[0].evaluation.summary
     parts = [f"# {title}", "",
              f"Split {first.get('split', 'all')}, compat {first['compat']}; metrics in percent.", "",
              *(f"- {result.name}: {_failures(result.evaluation.summary)}" for result in results), "",
-             _md_table(["experiment", "runs", "tasks", *HEADLINE, "SR 95% CI", "TP 95% CI"],
+             _md_table(["experiment", "runs", "tasks", *HEADLINE, "SR 95% CI", "TP 95% CI", "setting", "conditions"],
                        [[result.name, str(result.evaluation.summary["runs"]), str(result.evaluation.summary["tasks"]),
                          *(_pct(result.evaluation.summary[name]) for name in HEADLINE),
-                         _interval(result.evaluation.summary, "SR"), _interval(result.evaluation.summary, "TP")]
+                         _interval(result.evaluation.summary, "SR"), _interval(result.evaluation.summary, "TP"),
+                         result.conditions.setting, result.conditions.conditions]
                         for result in results]),
-             "", f"![metrics]({plot_files['metrics']})", "", "## Per task attribute (Table 5)", "",
-             _md_table(["attribute", *(f"{result.name} SR / TP (runs)" for result in results)],
-                       [[name, *(f"{_pct(row['SR'])} / {_pct(row['TP'])} ({row['runs']})"
-                                 for row in (result.evaluation.summary["per_attribute"][name] for result in results))]
-                        for name in first["per_attribute"]]),
-             "", "## Low-level actions (Table 4)", "", _TABLE4_NOTE, "",
-             _md_table(["action", *(f"{result.name} {_TABLE4_CELL}" for result in results)],
-                       [[action, *(_action_cell(row)
-                                   for row in (result.evaluation.summary["per_action"][action] for result in results))]
-                        for action in EXECUTED_ACTIONS]),
-             "", f"![actions]({plot_files['actions']})", "", "## Errors by type (Figure 3)", "",
-             _md_table(["type", *(f"{result.name} successful / failed runs" for result in results)],
-                       [[kind, *(f"{row['successful_runs']} / {row['failed_runs']}"
-                                 for row in (result.evaluation.summary["errors"]["by_type"][kind] for result in results))]
-                        for kind in _observed_error_kinds(results)]),
-             "", f"![errors]({plot_files['errors']})", "", "## Per task", ""]
+             "", f"![metrics]({plot_files['metrics']})", ""]
+    if comparisons:
+        parts += ["## Comparison", "", _COMPARISON_NOTE, ""]
+        for result, comparison in comparisons:
+            parts += [f"### {result.name} against {results[0].name}", ""]
+            if isinstance(comparison, str):
+                parts += [comparison, ""]
+                continue
+            header = [cell.format(first=results[0].name, second=result.name) for cell in _COMPARISON_HEADER]
+            lines = _comparison_lines(comparison)
+            parts += [_md_table(header, _comparison_rows(comparison)), "", f"**{lines[0]}**", "",
+                      *(line for text in lines[1:] for line in (text, ""))]
+    parts += ["## Per task attribute (Table 5)", "",
+              _md_table(["attribute", *(f"{result.name} SR / TP (runs)" for result in results)],
+                        [[name, *(f"{_pct(row['SR'])} / {_pct(row['TP'])} ({row['runs']})"
+                                  for row in (result.evaluation.summary["per_attribute"][name] for result in results))]
+                         for name in first["per_attribute"]]),
+              "", "## Low-level actions (Table 4)", "", _TABLE4_NOTE, "",
+              _md_table(["action", *(f"{result.name} {_TABLE4_CELL}" for result in results)],
+                        [[action, *(_action_cell(row)
+                                    for row in (result.evaluation.summary["per_action"][action] for result in results))]
+                         for action in EXECUTED_ACTIONS]),
+              "", f"![actions]({plot_files['actions']})", "", "## Errors by type (Figure 3)", "",
+              _md_table(["type", *(f"{result.name} successful / failed runs" for result in results)],
+                        [[kind, *(f"{row['successful_runs']} / {row['failed_runs']}"
+                                  for row in (result.evaluation.summary["errors"]["by_type"][kind]
+                                              for result in results))]
+                         for kind in _observed_error_kinds(results)]),
+              "", f"![errors]({plot_files['errors']})", "", "## Per task", ""]
     task_ids = sorted({task_id for result in results for task_id in result.evaluation.summary["per_task"]},
                       key=task_sort_key)
     parts.append(_md_table(["task", *(f"{result.name} SR / TP" for result in results)],
@@ -390,10 +475,11 @@ def write_report(results: Sequence[ExperimentResult], tasks: Mapping[str, Task],
     for name, data in plots.items():
         (out_dir / f"{name}.png").write_bytes(data)
         plot_files[name] = f"{name}.png"
+    comparisons = compare_with_first(results)
     index = out_dir / "index.html"
-    index.write_text(render_html(results, tasks, out_dir, title, plots), encoding="utf-8")
+    index.write_text(render_html(results, tasks, out_dir, title, plots, comparisons), encoding="utf-8")
     summary = out_dir / "summary.md"
-    summary.write_text(render_markdown(results, title, plot_files), encoding="utf-8")
+    summary.write_text(render_markdown(results, title, plot_files, comparisons), encoding="utf-8")
     (out_dir / "scores.json").write_text(json.dumps({result.name: result.evaluation.summary for result in results},
                                                     indent=2) + "\n", encoding="utf-8")
     return [index, summary]

@@ -24,11 +24,14 @@
 Any other key is kept in `Step.extra` and written back unchanged. The last line may instead be a run-end marker,
 `{"step": n, "action": null, "end_reason": "gave_up"}`: not an executed step, it only carries the end reason.
 
-The run's folder may hold `run.json` (written by the recorder when the run closes); its `end_reason` (and
-`error_msg`) win over the last line's. End reasons: `end` (the agent's End), `step_limit`, `gave_up` (no parseable
-answer in 5 samples; never an End step), `cancelled` and `error` (a cancel or an infrastructure fault: not planner
-results, left out of every metric). A run without a recorded reason (the release's conversations, older runs) has
-`end_reason` None; `Run.inferred_end_reason` then says `end` when its last step is End.
+The run's folder may hold `run.json` (written by the recorder when the run starts, without an end reason, and again
+when it closes); its `end_reason` (and `error_msg`) win over the last line's. End reasons: `end` (the agent's End),
+`step_limit`, `gave_up` (no parseable answer in 5 samples; never an End step), `cancelled` and `error` (a cancel or an
+infrastructure fault: not planner results, left out of every metric). A run without a recorded reason (the release's
+conversations, older runs) has `end_reason` None; `Run.inferred_end_reason` then says `end` when its last step is End.
+A run whose folder shows that its recording never finished (run.json without an end reason, or a bag writer's
+`.partial/` folder) and that records no end reason either ends with `error`: a killed evaluator's half-written run is
+never a planner result (`run_end`). A run that ended with End but whose file holds no End step (emptied, cut) is corrupt.
 """
 
 from __future__ import annotations
@@ -41,11 +44,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from emmoe_eval.json_text import JSONTextError, decode_json, shown
+from emmoe_eval.bag_recovery import unfinished_bag_folders
+from emmoe_eval.json_text import JSONTextError, TextFileError, decode_json, read_text_file, shown
 from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText
 
 TRAJECTORY_FILE = "trajectory.jsonl"
 RUN_INFO_FILE = "run.json"
+# The run's result, written by the recorder (emmoe_eval.recorder) after everything else, once the run has ended.
+SCORE_FILE = "score.json"
 END_REASONS: tuple[str, ...] = ("end", "step_limit", "gave_up", "cancelled", "error")
 INFRASTRUCTURE_ERROR = "error"
 # End reasons that are no planner result: a fault, or a cancel (by the user, or by the runner when a node died or a
@@ -305,6 +311,8 @@ def _parse_lines(text: str, source: str) -> tuple[list[Step], list[str], bool, s
         except _LineError as error:
             problems.append(f"{source}:{number}: {error}; the run is scored as failed")
             return steps, problems, True, None
+    if steps and steps[0].step != 1:
+        problems.append(f"{source}: the first step is step {steps[0].step}; the steps before it are missing")
     for previous, current in zip(steps, steps[1:]):
         if current.step != previous.step + 1:
             problems.append(f"{source}: step {current.step} follows step {previous.step}")
@@ -313,23 +321,61 @@ def _parse_lines(text: str, source: str) -> tuple[list[Step], list[str], bool, s
     return steps, problems, False, marker
 
 
-def read_run_info(run_dir: Path | str) -> tuple[str | None, str, list[str]]:
-    """The end reason and fault detail recorded in a run folder's run.json.
+def run_end(run_dir: Path | str, line_reason: str | None, source: str, problems: list[str]) -> tuple[str | None, str]:
+    """The end reason and fault detail of the run recorded in a run folder.
+
+    run.json's end reason wins over the run file's last line (`line_reason`, read from `source`). When neither records
+    one and the folder shows that its recording never finished (`_unfinished_recording`), the run ended in an
+    infrastructure failure ("error"), never a planner result. An unreadable run.json and unknown reasons are
+    described in `problems`; a missing run.json is not a problem.
 
     Returns:
-        (end_reason or None when absent, error_msg, problems); a missing run.json is not a problem.
+        (end reason or None when none is recorded, error_msg).
     """
     path = Path(run_dir) / RUN_INFO_FILE
-    if not path.is_file():
-        return None, "", []
+    info = _run_info(path, problems)
+    recorded, message = (info or {}).get("end_reason"), (info or {}).get("error_msg")
+    if recorded is not None and type(recorded) is not str:
+        problems.append(f"{path}: 'end_reason' must be a string, found {shown(recorded)}; ignored")
+    elif recorded:
+        return _checked_reason(recorded, str(path), problems), message if type(message) is str else ""
+    reason = _checked_reason(line_reason, source, problems)
+    if reason is None:
+        unfinished = _unfinished_recording(path.parent, info)
+        if unfinished:
+            return INFRASTRUCTURE_ERROR, unfinished
+    return reason, ""
+
+
+def _unfinished_recording(run_dir: Path, info: dict[str, Any] | None) -> str:
+    """Why a run folder's recording never finished ("" when nothing says so): a bag writer's `.partial/` folder is
+    still there, or run.json (`info`, None when absent or unreadable) was written when the run started and never
+    given its end reason."""
+    partial = unfinished_bag_folders(run_dir)
+    if partial:
+        return f"the recording never finished: no end marker, and {partial[0]} is a bag its writer never closed"
+    if info is not None and "end_reason" not in info:
+        return f"the recording never finished: no end marker, and {run_dir / RUN_INFO_FILE} has no end reason"
+    return ""
+
+
+def _run_info(path: Path, problems: list[str]) -> dict[str, Any] | None:
+    """run.json's object; None when it is absent, or unreadable (a problem)."""
+    if not os.path.lexists(path):
+        return None
     try:
-        info = decode_json(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, JSONTextError) as error:
-        return None, "", [f"{path}: cannot read ({error}); its end reason is ignored"]
+        info = decode_json(read_text_file(path))
+    except TextFileError as error:
+        problems.append(f"{path}: cannot read ({error.reason}); its end reason is ignored")
+        return None
+    except JSONTextError as error:
+        problems.append(f"{path}: cannot read ({error}); its end reason is ignored")
+        return None
     if type(info) is not dict:
-        return None, "", [f"{path}: expected a JSON object; its end reason is ignored"]
-    reason, message = info.get("end_reason"), info.get("error_msg")
-    return (reason if type(reason) is str and reason else None), (message if type(message) is str else ""), []
+        problems.append(f"{path}: expected a JSON object; its end reason is ignored")
+        return None
+    info_object: dict[str, Any] = info
+    return info_object
 
 
 def _checked_reason(reason: str | None, where: str, problems: list[str]) -> str | None:
@@ -337,6 +383,27 @@ def _checked_reason(reason: str | None, where: str, problems: list[str]) -> str 
         return reason
     problems.append(f"{where}: unknown end reason {shown(reason)} (expected one of {', '.join(END_REASONS)}); ignored")
     return None
+
+
+def planner_result(score_file: Path) -> tuple[bool, str]:
+    """Whether a run's score.json holds a planner result (its end reason is not in NOT_PLANNER_RESULTS; a score.json
+    without one, from before end reasons, does), and why it is unusable ("" when it is usable or absent): unreadable
+    (a FIFO or a directory in its place, not UTF-8), not JSON (cut, nested too deeply), not an object, or an unknown
+    end reason. Never raises, never blocks."""
+    if not os.path.lexists(score_file):
+        return False, ""
+    try:
+        score = decode_json(read_text_file(score_file))
+    except TextFileError as error:
+        return False, f"{score_file}: cannot read ({error.reason})"
+    except JSONTextError as error:
+        return False, f"{score_file}: invalid JSON ({error})"
+    if type(score) is not dict:
+        return False, f"{score_file}: expected a JSON object"
+    reason = score.get("end_reason")
+    if reason is not None and reason not in END_REASONS:
+        return False, f"{score_file}: unknown end reason {shown(reason)}"
+    return reason not in NOT_PLANNER_RESULTS, ""
 
 
 def run_identity(path: Path, task_id: str | None, run_id: str | None) -> tuple[str, str]:
@@ -356,14 +423,15 @@ def read_trajectory(path: Path | str, task_id: str | None = None, run_id: str | 
     path = Path(path)
     task_id, run_id = run_identity(path, task_id, run_id)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
-        return Run(task_id, run_id, [], path, [f"{path}: cannot read ({reason}); the run is scored as failed"], True)
-    steps, problems, corrupt, line_reason = _parse_lines(text, str(path))
-    info_reason, error_msg, info_problems = read_run_info(path.parent)
-    problems += info_problems
-    reason = _checked_reason(info_reason if info_reason is not None else line_reason, str(path), problems)
+        steps, problems, corrupt, line_reason = _parse_lines(read_text_file(path), str(path))
+    except TextFileError as error:
+        steps, corrupt, line_reason = [], True, None
+        problems = [f"{path}: cannot read ({error.reason}); the run is scored as failed"]
+    reason, error_msg = run_end(path.parent, line_reason, str(path), problems)
+    if reason == "end" and not corrupt and not any(step.is_end for step in steps):
+        problems.append(f"{path}: the run ended with End, yet the file holds no End step (emptied or cut); the run is "
+                        "scored as failed")
+        corrupt = True
     if not steps and not corrupt and reason is None:
         problems.append(f"{path}: no steps")
     return Run(task_id, run_id, steps, path, problems, corrupt, end_reason=reason, error_msg=error_msg)

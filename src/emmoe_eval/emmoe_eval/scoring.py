@@ -21,6 +21,7 @@ from typing import Any
 
 from emmoe_eval.conversation import release_reconstruction
 from emmoe_eval.dataset import INFO_FILE, Task, TaskAttributes
+from emmoe_eval.json_text import TextFileError, read_text_file
 from emmoe_eval.matching import KeypathMatcher
 from emmoe_eval.protocol import ERROR_CATEGORY, SUCCESS_FEEDBACK, classify_feedback
 from emmoe_eval.runs import Run, Step
@@ -160,8 +161,7 @@ def release_replans(steps: Sequence[Step], said_end: bool) -> int:
 
 @lru_cache(maxsize=1024)
 def _subtask_lines(path: str, modified_ns: int) -> int:
-    with open(path, encoding="utf-8") as file:
-        return sum(1 for line in file.read().split("\n") if "Subtask" in line)
+    return sum(1 for line in read_text_file(path).split("\n") if "Subtask" in line)
 
 
 def release_expert_length(task: Task) -> int:
@@ -169,7 +169,7 @@ def release_expert_length(task: Task) -> int:
     path = task.directory / INFO_FILE
     try:
         return _subtask_lines(str(path), path.stat().st_mtime_ns)
-    except (OSError, UnicodeDecodeError):
+    except (OSError, TextFileError):
         return task.expert_length
 
 

@@ -14,12 +14,17 @@ from emmoe_eval.records import RunInfo, image_to_array, step_from_record, view_a
 from emmoe_eval.runs import Step
 
 
+def ended(steps):
+    """The steps with the end reason on the last one, as the evaluator records it (End: end, else step_limit)."""
+    return [*steps[:-1], replace(steps[-1], end_reason="end" if steps[-1].is_end else "step_limit")]
+
+
 def write_runs_bag(path, runs, storage="mcap"):
     with StepBagWriter(path, storage) as writer:
         stamp = 1_000_000_000
         for (task_id, run_id), steps in runs.items():
             info = RunInfo(task_id, int(run_id), "instruction", "mock", "text")
-            for step in steps:
+            for step in ended(steps):
                 stamp += 1_000_000
                 writer.write_record(record_from_step(step, info, stamp_ns=stamp))
     return path
@@ -58,6 +63,7 @@ def test_bgr_and_mono_images_are_converted():
 def test_bags_score_the_same_as_the_trajectories(handmade, tmp_path, capsys, kit, storage):
     handmade.corrupt_run.unlink()                      # a bag cannot hold a half-written line
     handmade.corrupt_run.parent.rmdir()
+    (handmade.runs_dir / "3" / "2" / "run.json").write_text(json.dumps({"end_reason": "step_limit"}))  # as the bag
     bag = write_runs_bag(tmp_path / ("steps.mcap" if storage == "mcap" else "steps_bag"), kit.runs, storage)
     assert bag.is_file() if storage == "mcap" else (bag / "metadata.yaml").is_file()
     assert main(["score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir), "--json"]) == 0
@@ -74,7 +80,7 @@ def test_runs_read_from_a_bag_equal_the_written_steps(tmp_path, kit):
     assert found.problems == []
     assert {(run.task_id, run.run_id): run.steps for run in found.runs} == {
         key: [replace(step, inventory=step.inventory or (), extra={"planning_seconds": 0.0, "execution_seconds": 0.0})
-              for step in steps]
+              for step in ended(steps)]
         for key, steps in kit.runs.items()}
     assert found.infos[("91", 2)].planner == "mock"
 
@@ -127,6 +133,9 @@ def test_a_truncated_bag_is_scored_from_its_complete_messages(tmp_path, kit):
     assert 2 <= len(run.steps) < len(steps) and not run.corrupt
     assert [step.step for step in run.steps] == list(range(1, len(run.steps) + 1))
     assert "is damaged" in found.problems[0] and f"{len(run.steps)} complete StepRecord(s) recovered" in found.problems[0]
+    # Its end marker went with the cut: not a planner result (issue 40), an infrastructure failure.
+    assert (run.end_reason, run.error_msg) == ("error", f"{bag} holds no end marker of the run (its recording never "
+                                                        "finished, or its end was lost)")
 
 
 def test_an_unfinished_bag_is_read_from_its_partial_folder(tmp_path, kit):
@@ -140,6 +149,13 @@ def test_an_unfinished_bag_is_read_from_its_partial_folder(tmp_path, kit):
     found = read_bag_runs([run_dir / "episode.mcap"])
     (run,) = found.runs
     assert len(run.steps) >= 2 and "was not finished by its writer" in found.problems[0]
+    assert run.infrastructure_failure
+    assert [(run.steps, run.end_reason) for run in read_bag_runs([partial]).runs] == [(run.steps, "error")]
+    (partial / "episode.mcap.partial.mcap").unlink()  # killed before its first record: still there, not a planner run
+    found = read_bag_runs([partial])
+    assert [(run.task_id, run.run_id, run.corrupt, run.end_reason) for run in found.runs] == [("91", "1", False, "error")]
+    assert found.problems == [f"{partial}: the bag was not finished by its writer, and episode.mcap.partial holds no "
+                              "MCAP file; the run never finished: an infrastructure failure, not a planner result"]
 
 
 def test_an_unreadable_bag_counts_as_a_failed_run_not_a_missing_one(tmp_path):

@@ -78,10 +78,24 @@ def test_score_prints_the_paper_table_in_percent(handmade, capsys):
     status, out, _ = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir))
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == "EMMOE scores: 6 runs of 2 tasks (split all, compat default)"
+    assert lines[0] == ("EMMOE scores: 6 runs of 2 tasks (split all, compat default; setting background, "
+                        "conditions reliable (not recorded))")
     assert lines[2].split() == ["SR", "PLWSR", "TP", "SRR", "SER"]
     assert lines[3].split() == ["33.33", "31.25", "55.56", "14.29", "50.00", "(percent)"]
     assert "95% bootstrap CI over tasks (1000 resamples): SR 33.33-33.33, TP 50.00-61.11" in out
+
+
+def test_score_names_the_recorded_conditions_and_their_scoring(handmade, capsys):
+    (handmade.runs_dir / "setting.json").write_text(json.dumps({"setting": "background", "conditions": "paper"}))
+    try:
+        _, out, err = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir))
+        assert out.splitlines()[0].endswith("(split all, compat default; setting background, conditions paper)")
+        assert "holds runs made under conditions paper, which score with --compat official" in err
+        _, out, err = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir),
+                              "--compat", "official", "--split", "all")
+        assert "compat official; setting background, conditions paper" in out and "conditions paper" not in err
+    finally:
+        (handmade.runs_dir / "setting.json").unlink()
 
 
 def test_split_selection(handmade, capsys):
@@ -180,6 +194,15 @@ def test_user_errors_print_one_line_and_exit_2(handmade, tmp_path, capsys, argv,
     assert "Traceback" not in err
 
 
+def test_an_alias_table_that_is_not_text_is_named(handmade, tmp_path, capsys):
+    aliases = tmp_path / "aliases.txt"
+    aliases.write_bytes(b"\xff\xfe apple: red_apple")
+    status, out, err = run_cli(capsys, "score", "--data", str(handmade.data_dir), "--runs", str(handmade.runs_dir),
+                               "--alias-table", str(aliases))
+    assert (status, out, err) == (2, "", f"emmoe-eval: error: {aliases}: cannot read the alias table: not UTF-8 text "
+                                         "(invalid start byte at byte 0)\n")
+
+
 @pytest.mark.skipif(shutil.which("emmoe-eval") is None, reason="the emmoe-eval entry point is not on PATH (env.sh)")
 def test_installed_entry_point(handmade):
     completed = subprocess.run(["emmoe-eval", "score", "--data", str(handmade.data_dir), "--runs",
@@ -187,3 +210,16 @@ def test_installed_entry_point(handmade):
                                capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout)["SR"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.skipif(shutil.which("emmoe-eval") is None, reason="the emmoe-eval entry point is not on PATH (env.sh)")
+def test_a_reader_that_goes_away_ends_the_command_quietly(handmade):
+    """`emmoe-eval score --json | head` (issue 40): the pipe is closed before the scores are written; the command
+    ends with SIGPIPE's status and no BrokenPipeError traceback."""
+    process = subprocess.Popen(["emmoe-eval", "score", "--data", str(handmade.data_dir), "--runs",
+                                str(handmade.runs_dir), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141
+    assert "BrokenPipe" not in err and "Traceback" not in err, err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,46 @@ def test_malformed_info_txt_names_file_and_line(text, message):
 def test_malformed_keypaths_name_the_keypath_and_node(data, message):
     with pytest.raises(DatasetError, match=message):
         parse_keypaths(data, "keypath.json")
+
+
+def test_a_subtask_index_too_long_for_int_names_file_and_line():
+    """Issue 40: 4,400 digits made int() raise a ValueError naming no file, which stopped all scoring."""
+    with pytest.raises(DatasetError, match=r"^info.txt:3: expected a block head like 'Subtask3: \[Open, fridge\] "
+                                           r"\(octo\)', found 'Subtask7777"):
+        parse_info("Task: x\n\nSubtask" + "7" * 4_400 + ": [End]\n", "info.txt")
+
+
+def test_keypaths_with_unknown_actions_are_rejected_with_their_line(tmp_path):
+    """Issue 40: `[@ut, apple, sink]` was accepted silently (and changed scores)."""
+    path = tmp_path / "keypath.json"
+    path.write_text(json.dumps([["[Go to, sink]", "[End]"], ["[Go to, sink]", "[@ut, apple, sink]", "[End]"]],
+                               indent=2), encoding="utf-8")
+    with pytest.raises(DatasetError, match=rf"^{path}:8: keypath 2, node 2: unknown action '@ut' \(expected one of "
+                                           r"Go to, Pick, Put, Open, Close, End\)$"):
+        read_keypaths(path)
+    with pytest.raises(DatasetError, match=r"^keypath.json: keypath 1, node 1: unknown action 'go to'"):
+        parse_keypaths([["[go to, sink]", "[End]"]], "keypath.json")
+
+
+def test_a_fifo_in_place_of_a_task_file_is_refused_without_blocking(tmp_path):
+    """Issue 40: open() on a FIFO waits for a writer forever, and `score` hung."""
+    path = tmp_path / "keypath.json"
+    os.mkfifo(path)
+    outcome: list[BaseException] = []
+    reader = threading.Thread(target=lambda: _raised(outcome, read_keypaths, path), daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # unblock the reader before failing
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    assert not reader.is_alive()
+    assert [str(error) for error in outcome] == [f"{path}: cannot read: not a regular file but a FIFO"]
+
+
+def _raised(outcome: list[BaseException], function, *args) -> None:
+    try:
+        function(*args)
+    except DatasetError as error:
+        outcome.append(error)
 
 
 def test_invalid_json_names_line_and_column(tmp_path):

@@ -2,7 +2,8 @@
 
 The reader fuzz tests run FUZZ_EXAMPLES generated files each (200 by default; 10,000 with
 `HOMIEBOT_FUZZ_EXAMPLES=10000 python -m pytest src/emmoe_eval/test/test_hostile_files.py`); the command-line test
-runs at most 15 (each writes a report).
+runs at most 15 (each writes a report). The folder fuzz test mutates real files instead: a recorded run folder and
+its task folder, 1,000 seeded mutations of each file kind (emmoe_eval.fuzzing; bench/bench_fuzz_runs.py runs more).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 import shutil
 import string
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from emmoe_eval.bags import BagError, read_bag_runs
 from emmoe_eval.cli import main
 from emmoe_eval.conversation import read_conversation_run
 from emmoe_eval.dataset import DatasetError, load_tasks, parse_info, parse_keypaths
+from emmoe_eval.fuzzing import FILE_KINDS, fuzz, lay_out, read
 from emmoe_eval.json_text import JSONTextError, decode_json
 from emmoe_eval.runs import read_trajectory
 
@@ -135,3 +138,17 @@ def test_score_and_report_end_with_a_status_for_any_run_file(tmp_path_factory, l
     (run_dir / "trajectory.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["score", "--data", str(data), "--runs", str(root / "exp"), "--json"]) == 0
     assert main(["report", str(root / "exp"), "--data", str(data), "--out", str(root / "report")]) == 0
+
+
+def test_fuzzed_run_and_data_folders_are_reported_never_raised_nor_hung(tmp_path):
+    """Issue 40: 1,000 seeded mutations of each file kind of a recorded run folder and of its task folder (truncated,
+    bytes flipped, lines deleted or duplicated, JSON types changed, huge numbers, deep nesting, other encodings, empty;
+    FIFOs, symlink loops, dangling links, devices and directories in the file's place), each read as its users read
+    it under a 5 s watchdog: no traceback, no hang, every rejected file named, and a result changed without a word
+    only where the file still parses (a valid file with other content). About 10 s on two busy cores."""
+    layout = lay_out(tmp_path, ROOT / "data" / "test" / "91")
+    assert {kind: read(layout, kind)[1] for kind in FILE_KINDS} == {kind: [] for kind in FILE_KINDS}
+    trials = fuzz(layout, per_kind=1_000, seed=0)
+    assert [trial for trial in trials if trial.outcome in ("traceback", "hang", "unnamed", "silent_invalid")] == []
+    named = Counter(trial.kind for trial in trials if trial.outcome == "named")
+    assert len(trials) == 7_000 and all(named[kind] > 500 for kind in FILE_KINDS)  # the mutations reach the readers

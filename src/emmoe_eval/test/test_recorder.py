@@ -17,6 +17,7 @@ from emmoe_eval.bags import (
     serialize_record,
     typestore,
 )
+from emmoe_eval.cli import main
 from emmoe_eval.conversation import read_conversation_run
 from emmoe_eval.recorder import Evaluator, EvaluatorConfig
 from emmoe_eval.records import RunInfo, step_from_record
@@ -185,3 +186,44 @@ def test_a_run_whose_files_cannot_be_written_ends_as_an_infrastructure_failure(h
     (result,) = last.finished
     assert result["end_reason"] == "error" and result["error_msg"].startswith(WRITE_FAILURE)
     assert not (run_dir / "score.json").exists() and not (run_dir / "score.json.partial").exists()
+
+
+def test_a_run_cut_by_a_killed_evaluator_is_never_a_planner_result(handmade, tmp_path, kit, capsys):
+    """Issue 40: the evaluator is killed mid-run (nothing closes the run): its folder keeps trajectory.jsonl without an
+    end marker, run.json without an end reason and the bag writer's episode.mcap.partial/. `score`, and `score-bag`
+    over the README's glob (which names finished bags only), both report it as an infrastructure failure."""
+    out = tmp_path / "out"
+    evaluator = Evaluator(EvaluatorConfig(out_dir=out, data_dir=handmade.data_dir, write_views=False))
+    feed(evaluator, RunInfo("91", 1), kit.runs[("91", "1")], with_views=False, end_reason="end")
+    feed(evaluator, RunInfo("91", 2), kit.runs[("91", "1")][:3], with_views=False)  # killed here
+    cut = out / "91" / "2"
+    assert {path.name for path in cut.iterdir()} == {"trajectory.jsonl", "run.json", "episode.mcap.partial"}
+    options = ["--data", str(handmade.data_dir), "--json", "--split", "test", "--resamples", "20", "--verbose"]
+    assert main(["score", "--runs", str(out), *options]) == 0
+    captured = capsys.readouterr()
+    assert {key: json.loads(captured.out)[key] for key in ("runs", "SR", "infrastructure_failures")} == \
+        {"runs": 1, "SR": 1.0, "infrastructure_failures": 1}
+    assert (f"task 91 run 2: infrastructure failure: the recording never finished: no end marker, and "
+            f"{cut / 'episode.mcap.partial'} is a bag its writer never closed") in captured.err
+    bags = sorted(out.glob("*/*/episode.mcap"))
+    assert bags == [out / "91" / "1" / "episode.mcap"]
+    assert main(["score-bag", *map(str, bags), *options]) == 0
+    captured = capsys.readouterr()
+    assert {key: json.loads(captured.out)[key] for key in ("runs", "SR", "infrastructure_failures")} == \
+        {"runs": 1, "SR": 1.0, "infrastructure_failures": 1}
+    assert f"{cut / 'episode.mcap.partial'}: an unfinished bag beside the named ones; read too" in captured.err
+    assert "task 91 run 2: infrastructure failure" in captured.err
+
+
+def test_run_json_marks_a_run_that_never_ended_even_without_a_bag(handmade, tmp_path, kit):
+    evaluator = Evaluator(EvaluatorConfig(out_dir=tmp_path, data_dir=handmade.data_dir, record_bag=False,
+                                          write_views=False))
+    steps = kit.runs[("91", "1")]
+    feed(evaluator, RunInfo("91", 1), steps[:2], with_views=False)
+    path = tmp_path / "91" / "1" / "trajectory.jsonl"
+    cut = read_trajectory(path)
+    assert (cut.end_reason, cut.infrastructure_failure) == ("error", True)
+    assert cut.error_msg == (f"the recording never finished: no end marker, and {path.parent / 'run.json'} has no "
+                             "end reason")
+    feed(evaluator, RunInfo("91", 1), steps, with_views=False, end_reason="end")
+    assert read_trajectory(path).end_reason == "end"

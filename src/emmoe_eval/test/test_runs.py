@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -11,7 +12,7 @@ from emmoe_eval.conversation import (LIVE_REQUEST_LINE, conversation_from_steps,
                                      steps_from_conversation, write_conversation)
 from emmoe_eval.experiments import ExperimentError, load_experiment
 from emmoe_eval.protocol import SubtaskText
-from emmoe_eval.runs import RunFormatError, Step, TrajectoryWriter, read_trajectory
+from emmoe_eval.runs import RunFormatError, Step, TrajectoryWriter, read_trajectory, write_trajectory
 
 
 def test_step_json_round_trip_keeps_optional_and_unknown_keys():
@@ -172,3 +173,38 @@ def test_experiment_folders_prefer_trajectories(tmp_path, kit):
     assert [(run.task_id, run.run_id, len(run.steps)) for run in only_conversations.runs] == [("3", "1", 2)]
     with pytest.raises(ExperimentError, match="no such experiment folder"):
         load_experiment(tmp_path / "nope")
+
+
+def test_a_trajectory_that_lost_its_end_step_is_corrupt_not_a_zero_step_failure(tmp_path, kit):
+    """run.json says the agent ended the run with End, yet trajectory.jsonl is empty (or cut before End): the file
+    lost its content, so the run is corrupt, with a warning (issue 40)."""
+    path = tmp_path / "91" / "1" / "trajectory.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("", encoding="utf-8")
+    (path.parent / "run.json").write_text(json.dumps({"end_reason": "end"}), encoding="utf-8")
+    empty = read_trajectory(path)
+    assert empty.corrupt and empty.problems == [f"{path}: the run ended with End, yet the file holds no End step "
+                                                "(emptied or cut); the run is scored as failed"]
+    path.write_text(json.dumps(kit.ok(1, "[Go to, bowl]").to_json()) + "\n", encoding="utf-8")
+    assert read_trajectory(path).corrupt
+    (path.parent / "run.json").write_text(json.dumps({"end_reason": "gave_up"}), encoding="utf-8")
+    assert not read_trajectory(path).corrupt                    # a give-up has no End step
+
+
+def test_a_trajectory_missing_its_first_steps_is_named(tmp_path, kit):
+    path = tmp_path / "91" / "1" / "trajectory.jsonl"
+    write_trajectory(path, [kit.ok(2, "[Go to, bowl]"), kit.end(3)])
+    assert read_trajectory(path).problems == [f"{path}: the first step is step 2; the steps before it are missing"]
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink loop", "FIFO", "dangling symlink"])
+def test_an_unusable_trajectory_is_a_corrupt_run_not_replaced_by_the_conversation(tmp_path, kit, kind):
+    """Issue 40: trajectory.jsonl there but unusable was silently skipped for conversation.json (a FIFO would hang)."""
+    run_dir = tmp_path / "exp" / "91" / "1"
+    write_conversation(run_dir / "conversation.json", conversation_from_steps("x", kit.runs[("91", "1")]))
+    path = run_dir / "trajectory.jsonl"
+    {"directory": path.mkdir, "symlink loop": lambda: os.symlink(path.name, path), "FIFO": lambda: os.mkfifo(path),
+     "dangling symlink": lambda: os.symlink("gone", path)}[kind]()
+    (run,) = load_experiment(tmp_path / "exp").runs
+    assert (run.source, run.corrupt, run.steps) == (path, True, [])
+    assert run.problems[0].startswith(f"{path}: cannot read (") and run.problems[0].endswith("scored as failed")

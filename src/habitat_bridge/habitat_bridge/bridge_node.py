@@ -188,8 +188,9 @@ class BridgeNode(Node):
             self._odom_publisher.publish(bridge_core.odometry_message(state))
             self._joint_publisher.publish(bridge_core.joint_state_message(state))
         except Exception as error:  # keep ticking; a reset recovers a broken episode
-            self.get_logger().error(f"simulation tick failed: {bridge_core.describe_backend_error(error)}",
-                                    throttle_duration_sec=5.0)
+            if self.context.ok():  # else shutting down: a tick in flight finds its publishers gone, the normal end
+                self.get_logger().error(f"simulation tick failed: {bridge_core.describe_backend_error(error)}",
+                                        throttle_duration_sec=5.0)
 
     def _on_camera_frame(self) -> None:
         """Render the head views someone subscribes to (not while paused); publish them after releasing the
@@ -207,8 +208,9 @@ class BridgeNode(Node):
                 self._camera_publishers[view, depth].publish(bridge_core.image_message(image, observation.time,
                                                                                        f"head_camera_{view}"))
         except Exception as error:  # keep publishing; a reset recovers a broken episode
-            self.get_logger().error(f"camera frame failed: {bridge_core.describe_backend_error(error)}",
-                                    throttle_duration_sec=5.0)
+            if self.context.ok():  # else shutting down (see _on_tick)
+                self.get_logger().error(f"camera frame failed: {bridge_core.describe_backend_error(error)}",
+                                        throttle_duration_sec=5.0)
 
     def _on_video_tick(self) -> None:
         """Publish the video views that someone subscribes to (between the exclusive sections of a paused body)."""
@@ -224,8 +226,9 @@ class BridgeNode(Node):
                 self._video_publishers[stream].publish(bridge_core.image_message(observation.rgb[view],
                                                                                  observation.time, f"video_{view}"))
         except Exception as error:  # videos are best effort; the simulation goes on
-            self.get_logger().error(f"video frame failed: {bridge_core.describe_backend_error(error)}",
-                                    throttle_duration_sec=5.0)
+            if self.context.ok():  # else shutting down (see _on_tick)
+                self.get_logger().error(f"video frame failed: {bridge_core.describe_backend_error(error)}",
+                                        throttle_duration_sec=5.0)
 
     def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         with self._lock:

@@ -153,3 +153,32 @@ def test_in_process_users_pause_the_tick_and_hold_the_simulator(ros_context, com
         spinner.shutdown()
         client_node.destroy_node()
         bridge.destroy_node()
+
+
+def test_a_tick_in_flight_at_shutdown_logs_no_error(ros_context, compact_spec: SceneSpec, tmp_path: Path) -> None:
+    """Ctrl-C shuts the context down while the tick timer still fires: publishing then fails with "publisher's
+    context is invalid", the normal end of the node, not a failed simulation tick worth an error line."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from habitat_bridge.backends.mujoco_backend import MujocoBackend
+    from habitat_bridge.bridge_node import BridgeNode
+
+    scene = save_scene_spec(compact_spec, tmp_path / "kitchen.json")
+    bridge = BridgeNode(backend=MujocoBackend(), context=ros_context, parameter_overrides=[
+        Parameter("scene_path", value=str(scene)), Parameter("camera_rate_hz", value=0.0)])
+    errors: list[str] = []
+
+    class Logger:
+        def error(self, message: str, **_: object) -> None:
+            errors.append(message)
+
+    bridge.get_logger = Logger  # type: ignore[method-assign]
+    try:
+        bridge._on_tick()
+        assert errors == []
+        rclpy.shutdown(context=ros_context)
+        bridge._on_tick()
+        assert errors == []
+    finally:
+        bridge.destroy_node()

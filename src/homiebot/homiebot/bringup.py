@@ -14,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from emmoe_eval.topics import EVALUATOR_NODE
+
+from homiebot.conditions import DEFAULT_CONDITIONS, conditions_overrides
 from homiebot.setting import STACK_NODE, setting_overrides
 from homiebot.supervisor import ProcessSpec
 
@@ -50,6 +53,8 @@ EMMOE_SIM_NODES: tuple[NodeSpec, ...] = (
     NodeSpec("planner", "homiebot_planner", "planner_node"),
 )
 PLANNER_NODE = "planner"
+# The nodes that read the EMMOE data folder (parameter data_dir).
+DATA_NODES: tuple[str, ...] = (EVALUATOR_NODE, PLANNER_NODE)
 # A real robot takes the planner's four views by turning its base a full circle at its speed limit (and the fake
 # Fetch in CI shares two cores with the stack): an observation takes tens of seconds, not the simulator's one.
 FETCH_OBSERVATION_TIMEOUT_S = 90.0
@@ -111,20 +116,43 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return parsed
 
 
-def stack_parameters(setting: str, items: Sequence[str]) -> dict[str, dict[str, object]]:
-    """The per-node overrides of a benchmark setting (homiebot.setting), `NODE.PARAM=VALUE` items on top. With
-    `sim_stack.backend=fetch` the planner waits FETCH_OBSERVATION_TIMEOUT_S for an observation unless an item
-    says otherwise.
+def stack_parameters(setting: str, items: Sequence[str], conditions: str = DEFAULT_CONDITIONS
+                     ) -> dict[str, dict[str, object]]:
+    """The per-node overrides of a benchmark setting (homiebot.setting), then of the conditions
+    (homiebot.conditions), `NODE.PARAM=VALUE` items on top. With `sim_stack.backend=fetch` the planner waits
+    FETCH_OBSERVATION_TIMEOUT_S for an observation unless an item says otherwise.
 
     Raises:
-        ValueError: an unknown setting or a malformed item.
+        ValueError: an unknown setting or conditions, or a malformed item.
     """
     parameters = setting_overrides(setting)
+    for node, values in conditions_overrides(conditions).items():
+        parameters.setdefault(node, {}).update(values)
     for node, values in parse_overrides(items).items():
         parameters.setdefault(node, {}).update(values)
     if parameters.get(STACK_NODE, {}).get("backend") == "fetch":
         parameters.setdefault(PLANNER_NODE, {}).setdefault("observation_timeout_s", FETCH_OBSERVATION_TIMEOUT_S)
     return parameters
+
+
+def with_checkout_data(overrides: Mapping[str, Mapping[str, object]]) -> dict[str, dict[str, object]]:
+    """`overrides` plus, for each node that reads the EMMOE data and is not given a `data_dir`, this checkout's data
+    folder (`$HOMIEBOT_ROOT/data`; env.sh sets the root, else the current folder): the shipped emmoe_sim.yaml's
+    `data_dir: data` is relative to wherever the nodes start, and outside the repository root the evaluator would
+    stop at once and the planner find no task.
+
+    Raises:
+        ValueError: that folder does not exist.
+    """
+    data = Path(os.environ.get("HOMIEBOT_ROOT", ".")).resolve() / "data"
+    result = {node: dict(values) for node, values in overrides.items()}
+    needing = [node for node in DATA_NODES if "data_dir" not in result.get(node, {})]
+    if needing and not data.is_dir():
+        raise ValueError(f"no data folder {data} for the data_dir of {', '.join(needing)}; source env.sh (it sets "
+                         f"HOMIEBOT_ROOT), start from the repository root, or --set {needing[0]}.data_dir=DATA_DIR")
+    for node in needing:
+        result.setdefault(node, {})["data_dir"] = str(data)
+    return result
 
 
 def dds_profile_path() -> Path:

@@ -1,7 +1,7 @@
 """The `homiebot` command: one entry point for the HomieBot tools.
 
-Each sub-command is a module of `homiebot.commands` (see that package's docstring). User errors
-are reported as one line on stderr with exit status 2, never as a traceback.
+Each sub-command is a module of `homiebot.commands` (see that package's docstring). User errors (a UsageError, or
+malformed or missing EMMOE data) are reported as one line on stderr with exit status 2, never as a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ import importlib
 import pkgutil
 import sys
 from types import ModuleType
+
+from emmoe_eval.closed_pipe import quiet_on_closed_pipe
+from emmoe_eval.dataset import DatasetError
 
 from homiebot import commands
 
@@ -38,8 +41,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     return parser, modules
 
 
+@quiet_on_closed_pipe
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and run the chosen sub-command."""
+    """Parse the command line and run the chosen sub-command (a reader that went away: quietly, exit status 141)."""
     parser, modules = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -49,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(modules[args.command].run(args))
     except UsageError as error:
         print(f"homiebot {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except DatasetError as error:  # the EMMOE data: missing (e.g. started outside the repository root) or malformed
+        print(f"homiebot {args.command}: error: {error}; --data names the EMMOE data folder", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"homiebot {args.command}: interrupted", file=sys.stderr)

@@ -36,6 +36,8 @@ from emmoe_eval.dataset import (
 )
 from emmoe_eval.runs import TRAJECTORY_FILE, Step, read_trajectory
 
+from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
+
 if TYPE_CHECKING:
     from homiebot.ray_runner import RayOptions
 
@@ -58,6 +60,8 @@ class CollectConfig:
         jobs: parallel stacks.
         variants: include the variant folders (`<id>_v<n>`) of the selected splits.
         overrides: extra `NODE.PARAM=VALUE` parameters for the stack.
+        conditions: reliable or paper (homiebot.conditions); under paper a step the failure model fails differs
+            from its design, so its task is left out like any other that did not go as designed.
         ray: run the tasks on a Ray cluster instead of `jobs` local stacks (homiebot.ray_runner).
     """
 
@@ -68,9 +72,11 @@ class CollectConfig:
     jobs: int = 1
     variants: bool = True
     overrides: tuple[str, ...] = ()
+    conditions: str = DEFAULT_CONDITIONS
     ray: RayOptions | None = None
 
     def __post_init__(self) -> None:
+        check_conditions(self.conditions)
         if self.jobs < 1:
             raise ValueError(f"--jobs must be at least 1, got {self.jobs}")
         if self.out.resolve() == self.data_dir.resolve():
@@ -176,7 +182,7 @@ def collect(config: CollectConfig, report: Callable[[str], None] = print,
     runner = RunnerConfig(tasks=",".join(tasks), out=config.work, runs=1, planner="expert", data_dir=config.data_dir,
                           jobs=config.jobs, max_steps=max(len(task.info.blocks) for task in tasks.values()) + 1,
                           overrides=("planner.expert_source=replay", *config.overrides), record_videos=False,
-                          ray=config.ray)
+                          conditions=config.conditions, ray=config.ray)
     try:
         run_benchmark(runner, report=report, on_progress=on_progress)
     except RunnerError as error:

@@ -1,15 +1,17 @@
 """What an experiment folder holds: which runs of a selection have a planner result (`<out>/<task>/<run>/score.json`
-whose end reason is not an infrastructure fault or a cancel), so `homiebot run` runs only the others."""
+whose end reason is not an infrastructure fault or a cancel: emmoe_eval.runs.planner_result), so `homiebot run`
+runs only the others.
+
+A run folder without score.json has no result: the evaluator writes it last, after the run's end, and removes it
+when it starts recording a run again, so a run whose recording was cut (a killed evaluator) has none either.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from emmoe_eval.runs import NOT_PLANNER_RESULTS
-
-SCORE_FILE = "score.json"
+from emmoe_eval.runs import SCORE_FILE, planner_result
 
 
 def pending_runs(out: Path, task_ids: Sequence[str], runs: int) -> list[tuple[str, int]]:
@@ -20,15 +22,15 @@ def pending_runs(out: Path, task_ids: Sequence[str], runs: int) -> list[tuple[st
 
 
 def has_planner_result(score_file: Path) -> bool:
-    """Whether a run's score.json exists and holds a planner result (an unreadable one does not)."""
-    try:
-        score = json.loads(score_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(score, dict) and score.get("end_reason") not in NOT_PLANNER_RESULTS
+    """Whether a run's score.json exists and holds a planner result (an unusable one does not)."""
+    return planner_result(score_file)[0]
 
 
 def without_result(out: Path, task_ids: Sequence[str], runs: int) -> list[str]:
     """`task T run R` for every run of the selection that has no planner result yet (not run, or an
-    infrastructure failure)."""
-    return [f"task {task_id} run {run}" for task_id, run in pending_runs(out, task_ids, runs)]
+    infrastructure failure); an unusable score.json is named after it: `task T run R (<file>: why)`."""
+    missing = []
+    for task_id, run in pending_runs(out, task_ids, runs):
+        problem = planner_result(out / task_id / str(run) / SCORE_FILE)[1]
+        missing.append(f"task {task_id} run {run}" + (f" ({problem})" if problem else ""))
+    return missing

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emmoe_eval import topics
 from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
 from emmoe_eval.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
 from emmoe_eval.runs import NOT_PLANNER_RESULTS, WRITE_FAILURE
 
 from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
     stack_parameters, stack_process_specs
-from emmoe_eval import topics
-
+from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
 from homiebot.ros_clients import require_localhost_discovery
 from homiebot.run_folders import pending_runs
 from homiebot.setting import DEFAULT_SETTING, check_setting, record_setting
@@ -83,7 +83,8 @@ class RunnerConfig:
         tasks: "train", "test", "all" or comma-separated task ids ("91,93").
         runs: runs per task (the benchmark uses 3).
         planner: planner backend (see PLANNERS).
-        setting: background or no_background (homiebot.setting), recorded in `<out>/setting.json`.
+        setting, conditions: background or no_background (homiebot.setting), reliable or paper
+            (homiebot.conditions); both recorded in `<out>/setting.json`.
         out: experiment folder.
         data_dir: EMMOE data folder with train/ and test/.
         jobs: parallel stacks.
@@ -107,6 +108,7 @@ class RunnerConfig:
     runs: int = 3
     planner: str = "homiebot"
     setting: str = DEFAULT_SETTING
+    conditions: str = DEFAULT_CONDITIONS
     data_dir: Path = Path("data")
     jobs: int = 1
     max_steps: int = 20
@@ -130,6 +132,7 @@ class RunnerConfig:
         if self.planner not in PLANNERS:
             raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
         check_setting(self.setting)
+        check_conditions(self.conditions)
         if self.retries < 0:
             raise ValueError("--retries must be 0 or more")
         if self.runs < 1 or self.jobs < 1 or self.max_steps < 1:
@@ -168,7 +171,7 @@ def select_tasks(data_dir: Path, selection: str) -> list[str]:
 
 
 def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
-    """Per-node parameters of one experiment, on top of the parameter file (the setting's, then the --set items)."""
+    """An experiment's per-node parameters over the parameter file: the setting's, the conditions', the --set's."""
     data_dir, out = str(config.data_dir.resolve()), str(config.out.resolve())
     planner: dict[str, object] = {"data_dir": data_dir, "max_steps": config.max_steps}
     planner["backend"] = config.planner
@@ -182,7 +185,7 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
         PLANNER_NODE: planner,
         EVALUATOR_NODE: {"out_dir": out, "data_dir": data_dir, "record_videos": config.record_videos},
     }
-    for node, values in stack_parameters(config.setting, config.overrides).items():
+    for node, values in stack_parameters(config.setting, config.overrides, config.conditions).items():
         overrides.setdefault(node, {}).update(values)
     return overrides
 
@@ -384,7 +387,7 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
     require_localhost_discovery()
     if work is None:
         task_ids = select_tasks(config.data_dir, config.tasks)
-        record_setting(config.out, config.setting)
+        record_setting(config.out, config.setting, config.conditions)
         work = pending_runs(config.out, task_ids, config.runs)
         where = "Ray" if config.ray is not None else f"{min(config.jobs, max(1, len(work)))} stack(s)"
         report(f"{len(task_ids)} task(s) x {config.runs} run(s): {len(task_ids) * config.runs - len(work)} already "

@@ -8,7 +8,8 @@
   stand-in for an open-vocabulary detector.
 
 `homiebot run|up --setting` and the launch argument `setting:=` turn it into node parameters (`setting_overrides`);
-`--set NODE.PARAM=VALUE` items apply after them. `homiebot run` records it in `<out>/setting.json`.
+`--set NODE.PARAM=VALUE` items apply after them. `homiebot run` records it in `<out>/setting.json`, with the
+experiment's conditions (homiebot.conditions: reliable or paper).
 """
 
 from __future__ import annotations
@@ -59,25 +60,38 @@ def detector_of(setting: str) -> str:
     return SegmentationDetector.name
 
 
-def describe(setting: str) -> str:
-    """One line for logs and result tables: the setting and how objects are found."""
-    return f"setting {setting} (object finding: {detector_of(setting)})"
+def describe(setting: str, conditions: str = "reliable") -> str:
+    """One line for logs and result tables: the setting, how objects are found, and the conditions."""
+    from homiebot.conditions import DESCRIPTIONS, check_conditions
+
+    return (f"setting {setting} (object finding: {detector_of(setting)}); conditions {check_conditions(conditions)} "
+            f"({DESCRIPTIONS[conditions]})")
 
 
-def record_setting(out: Path, setting: str) -> None:
-    """Write `<out>/setting.json` (setting and detector), refusing a folder recorded in another setting (runs
-    without the file were all made in the background setting, the only one before the switch).
+def record_setting(out: Path, setting: str, conditions: str = "reliable") -> None:
+    """Write `<out>/setting.json` (setting, detector, conditions), refusing a folder recorded in another setting or
+    other conditions (runs without the file were all made in the background setting, the only one before the
+    switch; a file without conditions was written before them, with reliable skills).
 
     Raises:
-        SettingMismatch: the folder's runs were made in another setting (scores of two settings never mix).
+        SettingMismatch: the folder's runs were made in another setting or other conditions (scores of two never
+            mix).
     """
+    from homiebot.conditions import DEFAULT_CONDITIONS, DESCRIPTIONS, check_conditions
+
+    check_conditions(conditions)
     path = out / SETTING_FILE
     try:
-        recorded = json.loads(path.read_text(encoding="utf-8")).get("setting")
+        record = json.loads(path.read_text(encoding="utf-8"))
+        recorded, recorded_conditions = record.get("setting"), record.get("conditions", DEFAULT_CONDITIONS)
     except (OSError, ValueError, AttributeError):
         recorded = DEFAULT_SETTING if any(out.glob("*/*/score.json")) else None
+        recorded_conditions = DEFAULT_CONDITIONS if recorded else None
     if recorded not in (None, setting):
         raise SettingMismatch(f"{out} holds runs of setting {recorded}, not {setting}: use another --out folder")
+    if recorded_conditions not in (None, conditions):
+        raise SettingMismatch(f"{out} holds runs under conditions {recorded_conditions}, not {conditions}: use "
+                              "another --out folder")
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"setting": setting, "detector": detector_of(setting)}, indent=2) + "\n",
-                    encoding="utf-8")
+    path.write_text(json.dumps({"setting": setting, "detector": detector_of(setting), "conditions": conditions,
+                                "conditions_detail": DESCRIPTIONS[conditions]}, indent=2) + "\n", encoding="utf-8")

@@ -17,8 +17,10 @@ M3 skills. In `no_background` the nomad, pixnav, rt1x and octo servers share one
 (homiebot_executor.policies.sensor on a habitat_bridge.sensor_only view of the backend; object finding uses the
 simulator's instance segmentation as a stand-in for an open-vocabulary detector) and m3 refuses every goal
 (PRIVILEGED_REFUSED). Either way `--remote SERVER=URL` points a model's server at a policy server speaking
-homiebot-policy/1. An optional seeded failure model makes attempts fail with given probabilities (`--fail
-navigate=0.3,pick=0.5`, or `--fail table4` for the paper's Table 4 rates).
+homiebot-policy/1. An optional seeded failure model (homiebot_executor.failure_model) makes skills fail: `--fail
+table4` draws each execution at the per-execution success rates behind the paper's Table 4 (what `homiebot run
+--conditions paper` sets), `--fail navigate=0.3,pick=0.5` fails each attempt with the given probability, and
+`--fail execution:navigate=0.1` each execution.
 
     python -m homiebot.sim_stack --seed 3            # generated apartment, seed 3
     python -m homiebot.sim_stack --scene my_scene.json --fail table4 --fail-seed 7
@@ -38,12 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from homiebot_executor.failure_model import (
-    TABLE4_SUCCESS_RATES,
-    FailureConfig,
-    FailureModel,
-    from_subtask_success_rates,
-)
+from homiebot_executor.failure_model import FailureConfig, FailureModel
 from homiebot_executor.remote.client import ClientConfig, PolicyClient
 from homiebot_executor.routing import SERVER_OF_MODEL, SERVERS
 from homiebot_executor.skill_servers import RefusingPolicy, RobotClaim, SkillServerNode
@@ -59,24 +56,27 @@ M3_REFUSAL = ("M3 uses background information; in the no_background setting each
               "model the planner chose")
 
 
-def parse_failures(text: str, attempts: int = 3) -> dict[str, float]:
-    """"navigate=0.3,pick=0.5" or "table4" -> per-attempt failure probabilities.
+def parse_failures(text: str, put_drop: float = 0.0, seed: int = 0) -> FailureConfig:
+    """The failure model of `--fail`: "" (none), "table4" (the paper's skills, per execution), "skill=p,..." (per
+    attempt) or "execution:skill=p,..." (per execution).
 
     Raises:
-        ValueError: a malformed entry.
+        ValueError: a malformed entry, an unknown skill or a probability outside [0, 1].
     """
-    if not text:
-        return {}
-    if text.strip() == "table4":
-        return from_subtask_success_rates(TABLE4_SUCCESS_RATES, attempts)
+    text = text.strip()
+    if text == "table4":
+        return FailureConfig.paper(seed, put_drop)
+    unit, entries = ("execution", text.removeprefix("execution:")) if text.startswith("execution:") else \
+        ("attempt", text)
     probabilities = {}
-    for entry in text.split(","):
+    for entry in filter(None, (item.strip() for item in entries.split(","))):
         skill, _, value = entry.partition("=")
         try:
             probabilities[skill.strip()] = float(value)
         except ValueError:
-            raise ValueError(f"--fail: expected skill=probability, got {entry!r}") from None
-    return probabilities
+            raise ValueError(f"--fail: expected table4, skill=probability,... or execution:skill=probability,...; "
+                             f"got {entry!r}") from None
+    return FailureConfig(probabilities, put_drop, seed, unit)
 
 
 def parse_remotes(entries: list[str]) -> dict[str, str]:
@@ -109,7 +109,8 @@ OPTIONS: dict[str, tuple[str, object, str]] = {
     "scene": ("--scene", "", "scene spec file (JSON/YAML) or official EMMOE scene.json"),
     "seed": ("--seed", 0, "seed of the generated apartment (without a scene) or the compact kitchen"),
     "compact": ("--compact", False, "the small test kitchen instead of the apartment"),
-    "fail": ("--fail", "", "failure model: skill=p,... or table4"),
+    "fail": ("--fail", "", "failure model: table4 (the paper's skills, per execution), skill=p,... (per attempt) or "
+             "execution:skill=p,..."),
     "fail_seed": ("--fail-seed", 0, "seed of the failure model"),
     "put_drop": ("--put-drop", 0.0, "probability that a failing Put drops the object"),
     "remote": ("--remote", [""], "SERVER=URL: run SERVER (nomad, pixnav, rt1x, octo) on a homiebot-policy/1 server"),
@@ -166,7 +167,7 @@ def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) ->
     from homiebot_executor.policies.sensor import SensorSkills
     from homiebot_executor.policies.sensor.context import SensorConfig
 
-    failures = FailureConfig(parse_failures(options["fail"]), options["put_drop"], options["fail_seed"])
+    failures = parse_failures(options["fail"], options["put_drop"], options["fail_seed"])
     remotes = parse_remotes(options["remote"])
     setting = check_setting(options["setting"])
     nodes: list[Any] = []

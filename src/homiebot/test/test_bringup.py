@@ -141,3 +141,41 @@ def test_only_the_planner_process_inherits_the_api_key_variable(tmp_path):
         f"a_{spec.name}": (() if spec.name == "planner" else ("OPENAI_API_KEY",)) for spec in EMMOE_SIM_NODES}
     renamed = bringup.stack_process_specs(tmp_path / "params.yaml", {"planner": {"openai_api_key_env": "MY_KEY"}}, {})
     assert {spec.drop_env for spec in renamed if spec.name != "planner"} == {("MY_KEY",)}
+
+
+def test_up_gives_the_nodes_the_checkout_data_wherever_it_starts(monkeypatch, tmp_path):
+    """Issue 40: the shipped emmoe_sim.yaml says `data_dir: data`, relative to where the nodes start: outside the
+    repository root `homiebot up` lost its evaluator (it stops at once without its data). The data folder of the
+    checkout goes to every node that reads one, unless --set gives it; a checkout without one is a usage error."""
+    from homiebot.cli import UsageError, build_parser
+    from homiebot.commands import up
+
+    started: list[tuple[str, ...]] = []
+
+    class Supervisor:
+        def __init__(self, specs):
+            started.extend(spec.argv for spec in specs)
+
+        def start(self) -> None:
+            pass
+
+        def wait_for_any_exit(self):
+            raise KeyboardInterrupt
+
+        def stop(self) -> dict[str, int]:
+            return {}
+
+    monkeypatch.setattr("homiebot.supervisor.Supervisor", Supervisor)
+    monkeypatch.setenv("HOMIEBOT_ROOT", str(ROOT))
+    monkeypatch.chdir(tmp_path)
+    parser, _ = build_parser()
+    assert up.run(parser.parse_args(["up", "--set", "planner.data_dir=/elsewhere"])) == 0
+    data_dirs = {argv[0].rsplit("/", 1)[-1]: [item for item in argv if item.startswith("data_dir:=")] for argv in started}
+    assert data_dirs["evaluator_node"] == [f"data_dir:={ROOT / 'data'}"]
+    assert data_dirs["planner_node"] == ["data_dir:=/elsewhere"]
+    assert bringup.with_checkout_data({"planner": {"data_dir": "/elsewhere"}}) == {
+        "planner": {"data_dir": "/elsewhere"}, "emmoe_evaluator": {"data_dir": str(ROOT / "data")}}
+    monkeypatch.setenv("HOMIEBOT_ROOT", str(tmp_path))
+    with pytest.raises(UsageError, match=rf"no data folder {tmp_path / 'data'} for the data_dir of emmoe_evaluator, "
+                                         "planner; source env.sh"):
+        up.run(parser.parse_args(["up"]))

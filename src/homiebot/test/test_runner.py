@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -207,6 +208,40 @@ def test_a_run_without_a_planner_result_is_retried_while_retries_last(tmp_path):
     assert not progress.retry(("92", 1), 2, pairs)
     assert (pairs.qsize(), progress.total) == (2, 3)
     assert not runner.Progress(total=1).retry(("92", 1), 0, pairs)
+
+
+def test_unusable_score_files_are_run_again_and_named(tmp_path):
+    """Issue 40: a deeply nested score.json crashed the resume (RecursionError); a FIFO in its place would hang it."""
+    for task, content in (("91", "[" * 100_000 + "]" * 100_000), ("92", '{"end_reason": "ended"}'),
+                          ("93", json.dumps({"end_reason": "end"}))):
+        (tmp_path / task / "1").mkdir(parents=True)
+        (tmp_path / task / "1" / "score.json").write_text(content)
+    (tmp_path / "94" / "1").mkdir(parents=True)
+    os.mkfifo(tmp_path / "94" / "1" / "score.json")
+    assert pending_runs(tmp_path, ["91", "92", "93", "94"], 1) == [("91", 1), ("92", 1), ("94", 1)]
+    assert without_result(tmp_path, ["91", "92", "93", "94"], 1) == [
+        f"task 91 run 1 ({tmp_path / '91' / '1' / 'score.json'}: invalid JSON (nested too deeply (line 1, column 1)))",
+        f"task 92 run 1 ({tmp_path / '92' / '1' / 'score.json'}: unknown end reason 'ended')",
+        f"task 94 run 1 ({tmp_path / '94' / '1' / 'score.json'}: cannot read (not a regular file but a FIFO))"]
+
+
+def test_a_run_cut_by_a_killed_evaluator_has_no_result(tmp_path):
+    """The evaluator writes score.json last, once the run has ended: a folder it never finished runs again."""
+    run_dir = tmp_path / "91" / "1"
+    (run_dir / "episode.mcap.partial").mkdir(parents=True)
+    (run_dir / "trajectory.jsonl").write_text("{}\n")
+    (run_dir / "run.json").write_text(json.dumps({"episode_id": "91", "run_index": 1}))
+    assert without_result(tmp_path, ["91"], 1) == ["task 91 run 1"]
+
+
+def test_without_a_data_folder_the_run_says_to_pass_data(tmp_path):
+    """Issue 40: outside the repository root, `homiebot run` without --data ended in a DatasetError traceback."""
+    result = subprocess.run(["homiebot", "run", "--tasks", "91", "--runs", "1", "--planner", "expert", "--out",
+                             str(tmp_path / "exp")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"homiebot run: error: {tmp_path / 'data'}: not an EMMOE data folder (no train/ or test/ in it or in its "
+        "data/); --data names the EMMOE data folder")
 
 
 def test_runs_without_a_planner_result_are_listed(tmp_path):

@@ -73,3 +73,43 @@ def test_the_setting_is_recorded_and_an_experiment_never_mixes_two(tmp_path):
         setting.record_setting(older, "no_background")
     setting.record_setting(older, "background")
     assert json.loads((older / setting.SETTING_FILE).read_text())["setting"] == "background"
+
+
+PAPER = {"sim_stack": {"fail": "table4"},
+         "emmoe_monitor": {"check_order": "release", "hand_source": "inventory"},
+         "homiebot_executor": {"check_order": "release", "hand_source": "inventory", "put_retries": "release"}}
+
+
+def test_paper_conditions_become_node_parameters_between_the_setting_and_the_set_items(tmp_path):
+    from homiebot.conditions import conditions_overrides, scoring_arguments
+
+    assert conditions_overrides("reliable") == {} and scoring_arguments("reliable") == []
+    assert conditions_overrides("paper") == PAPER
+    assert scoring_arguments("paper") == ["--compat", "official", "--split", "all"]
+    with pytest.raises(ValueError, match="conditions: expected one of reliable, paper"):
+        conditions_overrides("harsh")
+    args = parse("run", "--out", str(tmp_path), "--conditions", "paper", "--setting", "no_background",
+                 "--set", "sim_stack.fail=execution:pick=0.2")
+    overrides = stack_overrides(RunnerConfig(tasks=args.tasks, out=args.out, setting=args.setting,
+                                             conditions=args.conditions, overrides=tuple(args.overrides)))
+    assert overrides["sim_stack"] == {"setting": "no_background", "fail": "execution:pick=0.2"}
+    assert overrides["homiebot_executor"] == {"routing": "model", **PAPER["homiebot_executor"]}
+    assert overrides["emmoe_monitor"] == PAPER["emmoe_monitor"]
+    assert parse("run", "--out", str(tmp_path)).conditions == "reliable"
+    assert up.node_overrides(parse("up", "--conditions", "paper"))["emmoe_monitor"] == PAPER["emmoe_monitor"]
+    assert parse("collect", "--conditions", "paper").conditions == "paper"
+
+
+def test_the_conditions_are_recorded_and_never_mixed(tmp_path):
+    out = tmp_path / "exp"
+    setting.record_setting(out, "background", "paper")
+    recorded = json.loads((out / setting.SETTING_FILE).read_text())
+    assert recorded["conditions"] == "paper" and "Pick 55.0 %" in recorded["conditions_detail"]
+    assert "conditions paper" in setting.describe("background", "paper")
+    with pytest.raises(setting.SettingMismatch, match="holds runs under conditions paper, not reliable"):
+        setting.record_setting(out, "background", "reliable")
+    older = tmp_path / "older"  # recorded before the conditions existed: reliable skills
+    older.mkdir()
+    (older / setting.SETTING_FILE).write_text(json.dumps({"setting": "background"}))
+    with pytest.raises(setting.SettingMismatch, match="conditions reliable, not paper"):
+        setting.record_setting(older, "background", "paper")

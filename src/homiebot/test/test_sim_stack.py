@@ -10,8 +10,16 @@ from homiebot.sim_stack import OPTIONS, build_parser, parse_failures, parse_remo
 
 
 def test_stack_options():
-    assert parse_failures("navigate=0.3, pick=0.5") == {"navigate": 0.3, "pick": 0.5}
-    assert set(parse_failures("table4")) == {"navigate", "pick", "put", "open", "close"}
+    per_attempt = parse_failures("navigate=0.3, pick=0.5", seed=4)
+    assert (dict(per_attempt.probabilities), per_attempt.unit, per_attempt.seed) == (
+        {"navigate": 0.3, "pick": 0.5}, "attempt", 4)
+    per_execution = parse_failures("execution:open=0.2")
+    assert (dict(per_execution.probabilities), per_execution.unit) == ({"open": 0.2}, "execution")
+    paper = parse_failures("table4", put_drop=0.5)
+    assert set(paper.probabilities) == {"navigate", "pick", "put", "open", "close"}
+    assert (paper.unit, paper.put_drop_probability) == ("execution", 0.5)
+    assert paper.probabilities["pick"] == pytest.approx(1 - 0.55, abs=0.001)
+    assert not parse_failures("").enabled
     assert parse_remotes(["rt1x=http://127.0.0.1:8000"]) == {"rt1x": "http://127.0.0.1:8000"}
     with pytest.raises(ValueError, match="--fail"):
         parse_failures("pick")

@@ -12,12 +12,13 @@ the strings as written are settings (`check_model`, `feedback_style="verbatim"`)
 the list is routed as the model the system prompt assigns to the action (`SubtaskText.routed_model`).
 
 The target checked is the last argument as written: the place of a Put (`[Put, apple, fridge]` checks "fridge"),
-the target otherwise, as the release does. The hand is the simulator's, not the planner's inventory.
+the target otherwise, as the release does. L1 and L2 read the simulator's hand by default; `hand_source="inventory"`
+reads the inventory the planner was told instead, as the release does (its executor tests the inventory string).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from emmoe_eval.protocol import ACTIONS, FEEDBACK_STYLES, MODELS, SubtaskText, feedback_for
@@ -32,6 +33,8 @@ NEEDS_EMPTY_HAND = ("pick", "open", "close")
 NEEDS_HELD_OBJECT = ("put",)
 # Canonical entries whose receptacle space is inside the door (Put needs the door open); drawers always are.
 DEFAULT_ENCLOSED = ("fridge", "frl_apartment_refrigerator")
+# Where L1 and L2 read whether something is held.
+HAND_SOURCES: tuple[str, ...] = ("simulator", "inventory")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class CheckConfig:
         feedback_style: "release" (the release's strings: the subtask lower-cased) or "verbatim" (names as written,
             F1 with the action as written).
         check_model: F1 also fails for a model outside the model list (the release checks only the action).
+        hand_source: what L1 and L2 read: "simulator" (the gripper) or "inventory" (the planner's inventory, as the
+            release).
     """
 
     far_threshold: float = 2.0
@@ -54,6 +59,7 @@ class CheckConfig:
     enclosed_canonicals: tuple[str, ...] = DEFAULT_ENCLOSED
     feedback_style: str = "release"
     check_model: bool = False
+    hand_source: str = "simulator"
 
     def __post_init__(self) -> None:
         if not 0 <= self.near_threshold < self.far_threshold:
@@ -64,6 +70,9 @@ class CheckConfig:
         if self.feedback_style not in FEEDBACK_STYLES:
             raise ValueError(f"CheckConfig.feedback_style: expected one of {', '.join(FEEDBACK_STYLES)}, got "
                              f"{self.feedback_style!r}")
+        if self.hand_source not in HAND_SOURCES:
+            raise ValueError(f"CheckConfig.hand_source: expected one of {', '.join(HAND_SOURCES)}, got "
+                             f"{self.hand_source!r}")
 
     @property
     def sequence(self) -> tuple[str, ...]:
@@ -99,9 +108,16 @@ class _Context:
     snapshot: SceneSnapshot
     resolver: NameResolver
     config: CheckConfig
+    inventory: tuple[str, ...] = ()
     resolved: ResolvedTarget | None = None
     looked_up: bool = False
     detail: str = field(default="")
+
+    def holding(self) -> str:
+        """What L1/L2 see in the hand ("" empty): the gripper's object, or the inventory's names."""
+        if self.config.hand_source == "inventory":
+            return ", ".join(held_names(self.inventory))
+        return "" if self.snapshot.hand_empty else self.snapshot.held_object
 
     def target(self) -> ResolvedTarget | None:
         if not self.looked_up:
@@ -133,16 +149,22 @@ def _f2(ctx: _Context) -> bool:
     return False
 
 
+def held_names(inventory: Sequence[str]) -> list[str]:
+    """The inventory's entries that name something held (blank entries and the release's "None" do not)."""
+    return [name for name in inventory if name.strip() and name.strip().lower() != "none"]
+
+
 def _l1(ctx: _Context) -> bool:
-    if ctx.request.verb in NEEDS_EMPTY_HAND and not ctx.snapshot.hand_empty:
-        ctx.detail = f"the gripper holds {ctx.snapshot.held_object}"
+    held = ctx.holding()
+    if ctx.request.verb in NEEDS_EMPTY_HAND and held:
+        ctx.detail = f"the {'inventory' if ctx.config.hand_source == 'inventory' else 'gripper'} holds {held}"
         return True
     return False
 
 
 def _l2(ctx: _Context) -> bool:
-    if ctx.request.verb in NEEDS_HELD_OBJECT and ctx.snapshot.hand_empty:
-        ctx.detail = "the gripper is empty"
+    if ctx.request.verb in NEEDS_HELD_OBJECT and not ctx.holding():
+        ctx.detail = f"the {'inventory' if ctx.config.hand_source == 'inventory' else 'gripper'} is empty"
         return True
     return False
 
@@ -193,12 +215,13 @@ _CHECKS: dict[str, Callable[[_Context], bool]] = {
 
 
 def check_subtask(request: SubtaskText, snapshot: SceneSnapshot, resolver: NameResolver | None = None,
-                  config: CheckConfig | None = None) -> CheckOutcome:
-    """Run the checks in order and return the first failure, or a pass with the resolved target.
+                  config: CheckConfig | None = None, inventory: Sequence[str] = ()) -> CheckOutcome:
+    """Run the checks in order and return the first failure, or a pass with the resolved target. `inventory` is
+    what the planner was told it holds (read by L1/L2 under `hand_source="inventory"`).
 
     End passes without checks (its model may be empty or "None"); End always succeeds.
     """
-    ctx = _Context(request, snapshot, resolver or NameResolver(), config or CheckConfig())
+    ctx = _Context(request, snapshot, resolver or NameResolver(), config or CheckConfig(), tuple(inventory))
     if request.verb == "end":
         return CheckOutcome()
     for code in ctx.config.sequence:

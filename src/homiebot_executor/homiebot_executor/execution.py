@@ -13,7 +13,7 @@ as an EMMOE error: the planner must not learn from a broken server.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from emmoe_eval.names import AliasTable, default_alias_table
@@ -93,7 +93,7 @@ def run_attempts(action: str, goal: SkillGoal, run_skill: SkillRunner, read_hand
             return ExecutionResult(False, detail=f"canceled before attempt {attempt}", attempts=tuple(outcomes),
                                    canceled=True)
         on_attempt(attempt)
-        outcome = run_skill(goal, attempt)
+        outcome = run_skill(replace(goal, attempt=attempt), attempt)
         outcomes.append(outcome)
         if outcome.success:
             return ExecutionResult(True, feedback="None", detail=f"succeeded on attempt {attempt}",

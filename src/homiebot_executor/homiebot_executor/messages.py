@@ -99,13 +99,14 @@ _MANIPULATE_CODES: dict[SkillStatus, int] = {
 
 def navigate_goal(goal: SkillGoal) -> Navigate.Goal:
     """Navigate goal for a navigation SkillGoal."""
-    return Navigate.Goal(target=goal.target, target_kind=goal.target_kind, max_sim_steps=goal.max_sim_steps)
+    return Navigate.Goal(target=goal.target, target_kind=goal.target_kind, max_sim_steps=goal.max_sim_steps,
+                         attempt=goal.attempt)
 
 
 def manipulate_goal(goal: SkillGoal) -> Manipulate.Goal:
     """Manipulate goal for an arm SkillGoal."""
     return Manipulate.Goal(skill=goal.skill, target=goal.target, place=goal.place, instruction=goal.instruction,
-                           max_sim_steps=goal.max_sim_steps)
+                           max_sim_steps=goal.max_sim_steps, attempt=goal.attempt)
 
 
 def skill_goal_from_navigate(goal: Navigate.Goal) -> SkillGoal:
@@ -117,7 +118,7 @@ def skill_goal_from_navigate(goal: Navigate.Goal) -> SkillGoal:
     if not goal.target:
         raise ValueError("Navigate.target is empty; goal poses without a target are not supported here")
     return SkillGoal("navigate", goal.target, target_kind=goal.target_kind or "place",
-                     max_sim_steps=int(goal.max_sim_steps))
+                     max_sim_steps=int(goal.max_sim_steps), attempt=max(1, int(goal.attempt)))
 
 
 def skill_goal_from_manipulate(goal: Manipulate.Goal) -> SkillGoal:
@@ -129,7 +130,7 @@ def skill_goal_from_manipulate(goal: Manipulate.Goal) -> SkillGoal:
     if not goal.target:
         raise ValueError("Manipulate.target is empty")
     return SkillGoal(goal.skill.lower(), goal.target, place=goal.place, instruction=goal.instruction,
-                     max_sim_steps=int(goal.max_sim_steps))
+                     max_sim_steps=int(goal.max_sim_steps), attempt=max(1, int(goal.attempt)))
 
 
 def navigate_result(outcome: SkillOutcome) -> Navigate.Result:

@@ -15,10 +15,10 @@ import math
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 
-from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, echoed, format_subtask
+from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, echoed, feedback_for, format_subtask
 from emmoe_eval.robot.scene import SceneSnapshot
 
-from homiebot_executor.checks import CheckConfig, CheckOutcome, check_subtask
+from homiebot_executor.checks import CheckConfig, CheckOutcome, check_subtask, held_names
 from homiebot_executor.naming import NameResolver
 from homiebot_executor.skills import SKILL_OF_ACTION
 
@@ -115,18 +115,20 @@ class ErrorMonitor:
         self.config = config or CheckConfig()
         self.resolver = resolver or NameResolver()
 
-    def check(self, request: SubtaskText, snapshot: SceneSnapshot) -> CheckOutcome:
-        """The checks on one subtask against the current scene."""
-        return check_subtask(request, snapshot, self.resolver, self.config)
+    def check(self, request: SubtaskText, snapshot: SceneSnapshot, inventory: Sequence[str] = ()) -> CheckOutcome:
+        """The checks on one subtask against the current scene (and the planner's inventory, for L1/L2 when they
+        read it)."""
+        return check_subtask(request, snapshot, self.resolver, self.config, inventory)
 
     def verdict(self, request: SubtaskText, snapshot: SceneSnapshot,
                 inventory: Sequence[str] | None = None) -> CheckVerdict:
         """The checks' verdict with the instance names the skill will act on.
 
         `inventory` (what the planner believes it holds) is quoted in the detail of a failed check when it
-        disagrees with the simulator's hand, which the checks use.
+        disagrees with the simulator's hand; L1/L2 read it under `hand_source="inventory"`. A Put that passes on
+        the inventory while the gripper is empty has nothing to put: E2 (the object is missing).
         """
-        outcome = self.check(request, snapshot)
+        outcome = self.check(request, snapshot, inventory or ())
         resolved = outcome.target
         distance = resolved.distance if resolved is not None and math.isfinite(resolved.distance) else -1.0
         if not outcome.passed:
@@ -138,6 +140,9 @@ class ErrorMonitor:
         if resolved is None:  # End: nothing to act on
             return CheckVerdict(distance=distance)
         skill = SKILL_OF_ACTION[request.verb]
+        if skill == "put" and snapshot.hand_empty:
+            return CheckVerdict("E2", feedback_for("E2", request.action), f"the planner's inventory is "
+                                f"{held_names(inventory or ())} but the gripper is empty", distance=distance)
         if skill == "put":
             return CheckVerdict(target=snapshot.held_object, place=resolved.name, distance=distance)
         if skill in ("open", "close") and resolved.container is not None:
@@ -153,7 +158,7 @@ class ErrorMonitor:
 
 def inventory_mismatch(inventory: Sequence[str], snapshot: SceneSnapshot) -> str:
     """A note when the planner's inventory and the simulator's hand disagree about whether something is held."""
-    names = [name for name in inventory if name.strip() and name.strip().lower() != "none"]
+    names = held_names(inventory)
     if names and snapshot.hand_empty:
         return f"the planner's inventory is {names} but the gripper is empty"
     if not names and not snapshot.hand_empty:

@@ -54,6 +54,7 @@ class SkillGoal:
         target_kind: navigation only: "object" (PixNav-style small object) or "place" (NoMaD-style).
         instruction: natural-language instruction for language-conditioned policies ("pick the apple").
         max_sim_steps: step budget; 0 uses the skill's default.
+        attempt: 1-based attempt of the subtask execution (the failure model's unit "execution" draws at 1).
     """
 
     skill: str
@@ -62,6 +63,7 @@ class SkillGoal:
     target_kind: str = "place"
     instruction: str = ""
     max_sim_steps: int = 0
+    attempt: int = 1
 
     def __post_init__(self) -> None:
         if self.skill not in SKILLS:
@@ -70,6 +72,8 @@ class SkillGoal:
             raise ValueError(f"SkillGoal.target_kind: expected 'object' or 'place', got {self.target_kind!r}")
         if self.max_sim_steps < 0:
             raise ValueError(f"SkillGoal.max_sim_steps: expected >= 0, got {self.max_sim_steps}")
+        if self.attempt < 1:
+            raise ValueError(f"SkillGoal.attempt: expected >= 1, got {self.attempt}")
 
     @property
     def step_budget(self) -> int:

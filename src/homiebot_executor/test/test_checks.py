@@ -8,8 +8,9 @@ from emmoe_eval.protocol import SubtaskText
 from homiebot_executor.checks import CheckConfig, check_subtask
 
 
-def check(scene, action, target="", place="", model="RT-1-X", **config):
-    return check_subtask(SubtaskText(action, target, place, model), scene, config=CheckConfig(**config))
+def check(scene, action, target="", place="", model="RT-1-X", inventory=(), **config):
+    return check_subtask(SubtaskText(action, target, place, model), scene, config=CheckConfig(**config),
+                         inventory=inventory)
 
 
 def test_f1_unknown_action_keeps_the_action_as_written_in_verbatim_style(make_kitchen):
@@ -67,6 +68,21 @@ def test_l1_hand_full(make_kitchen, action, target, model):
 def test_l2_hand_empty(make_kitchen):
     outcome = check(make_kitchen(), "Put", "apple", "brown_table")
     assert outcome.error_type == "L2" and outcome.feedback == "Unable to put, the hand is empty"
+
+
+def test_l1_l2_read_the_planners_inventory_as_the_release_when_asked(make_kitchen):
+    # The release tests the inventory string it was sent ("None" when empty), not the simulator's hand.
+    told_full = check(make_kitchen(), "Pick", "bowl", inventory=("apple",), hand_source="inventory")
+    assert (told_full.error_type, told_full.detail) == ("L1", "the inventory holds apple")
+    # the gripper is full but the inventory says empty: L1 does not fire
+    assert check(make_kitchen(held="apple_0"), "Pick", "bowl", inventory=("None",),
+                 hand_source="inventory").error_type != "L1"
+    told_empty = check(make_kitchen(held="apple_0"), "Put", "apple", "brown_table", inventory=(" ", "None"),
+                       hand_source="inventory")
+    assert (told_empty.error_type, told_empty.detail) == ("L2", "the inventory is empty")
+    # by default the gripper decides, whatever the inventory says
+    assert check(make_kitchen(), "Pick", "apple", inventory=("banana",)).passed
+    assert check(make_kitchen(held="apple_0"), "Put", "apple", "brown_table", inventory=()).passed
 
 
 def test_l3_put_into_closed_fridge(make_kitchen):
@@ -169,3 +185,5 @@ def test_bad_config_names_the_field():
         CheckConfig(feedback_style="upper")
     with pytest.raises(ValueError, match="near_threshold < far_threshold"):
         CheckConfig(far_threshold=0.05)
+    with pytest.raises(ValueError, match="CheckConfig.hand_source: expected one of simulator, inventory"):
+        CheckConfig(hand_source="planner")

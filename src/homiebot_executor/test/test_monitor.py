@@ -71,6 +71,18 @@ def test_failed_verdicts_carry_the_feedback_and_quote_a_disagreeing_inventory(ma
     assert unknown.error_type == "F2" and unknown.distance == -1.0
 
 
+def test_a_put_that_passes_on_the_inventory_with_an_empty_gripper_has_nothing_to_put(make_kitchen):
+    from homiebot_executor.checks import CheckConfig
+
+    monitor = ErrorMonitor(CheckConfig(hand_source="inventory"))
+    verdict = monitor.verdict(SubtaskText("Put", "apple", "brown_table", "RT-1-X"), make_kitchen(), ["apple"])
+    assert (verdict.error_type, verdict.feedback) == ("E2", "Unable to put, and the object is missing")
+    assert verdict.detail == "the planner's inventory is ['apple'] but the gripper is empty"
+    held = monitor.verdict(SubtaskText("Put", "apple", "brown_table", "RT-1-X"), make_kitchen(held="apple_0"),
+                           ["apple"])
+    assert held.passed and (held.target, held.place) == ("apple_0", "brown_table_0")
+
+
 def test_error_reports_validate_and_name_their_type():
     request = SubtaskText("Go to", "sofa", "", "NoMaD")
     assert ErrorReport(request, "drop", source="watch").error_type == "drop"

@@ -2,8 +2,11 @@
 
 Everything here is plain text building with no model or ROS dependency. The labelled fields of the user
 message, their order, the two request-line variants, the history-entry format and the in-context example are part
-of the EMMOE protocol (spec section 2) and are reproduced byte for byte; the system prompt is this project's own
-wording of the protocol's content points.
+of the EMMOE protocol (spec section 2) and are reproduced byte for byte, with one exception: the release's user
+text ends with a newline after the request line (utils/homiebot.py, `generate_instruction`), this project's ends at
+the request line, which is what HomieBot-135M was trained on (training/samples.py builds its turns with
+`build_user_message`), so the newline is not added (docs/fidelity.md, "end of the user message"). The system prompt
+is this project's own wording of the protocol's content points.
 """
 
 from __future__ import annotations

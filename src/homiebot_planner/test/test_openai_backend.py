@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import logging
 import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +18,7 @@ import pytest
 
 from homiebot_planner.backends import BackendError, OpenAIConfig
 from homiebot_planner.backends.base import ChatMessage, GenerationRequest
-from homiebot_planner.backends.openai_backend import REDACTED, OpenAIBackend
+from homiebot_planner.backends.openai_backend import REDACTED, OpenAIBackend, redact, shorten
 from homiebot_planner.planner import Observation, Planner
 from homiebot_planner.prompts import system_prompt
 
@@ -144,3 +149,147 @@ def test_text_only_server_gets_visible_names(openai_stub: Any) -> None:
 def test_config_validation(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         OpenAIConfig(**{"model": "gpt-4o", **options})
+
+
+# A 19-character key, as in issue 40; the pieces a leak check looks for are its 8-character substrings.
+KEY = "sk-Zq7RtY2wXp9LmN4v"
+KEY_PIECES = [KEY[start:start + 8] for start in range(len(KEY) - 7)]
+# Offsets at which the echoing server puts the key: every cut of a server text of 200 characters falls in the key.
+OFFSETS = range(251)
+
+
+class KeyEchoServer:
+    """A chat-completions server on 127.0.0.1 that answers `code` with a body or answer carrying `pad` dots and then
+    the request's bearer token (the key), so the key sits at any offset of the server's text.
+
+    Attributes:
+        code: the HTTP status of every answer (200 answers with an `End` subtask whose analysis carries the key).
+        pad: how many characters precede the key.
+        url: the API root.
+    """
+
+    def __init__(self) -> None:
+        self.code = 200
+        self.pad = 0
+        echo = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                text = "." * echo.pad + token
+                if echo.code == 200:
+                    payload: dict[str, Any] = {
+                        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                            "role": "assistant", "content": f"Analysis: {text}\nSubtask: [End]\nModel: None"}}]}
+                else:
+                    payload = {"error": {"message": text, "type": "echo"}}
+                data = json.dumps(payload).encode()
+                self.send_response(echo.code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def key_echo(monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyEchoServer]:
+    """A KeyEchoServer, with KEY in $OPENAI_API_KEY."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    server = KeyEchoServer()
+    yield server
+    server.close()
+
+
+def _leaks(text: str) -> list[str]:
+    return [piece for piece in KEY_PIECES if piece in text]
+
+
+@pytest.mark.parametrize("code", [401, 500, 200])
+def test_no_piece_of_the_key_leaves_the_backend_at_any_offset(key_echo: KeyEchoServer, code: int,
+                                                              caplog: pytest.LogCaptureFixture,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.DEBUG)
+    key_echo.code = code
+    backend, _ = _backend(key_echo.url, max_retries=1, backoff_s=0.0)
+    request = GenerationRequest(messages=(ChatMessage("user", "next?"),), max_new_tokens=20)
+    texts: list[str] = []
+    for pad in OFFSETS:
+        key_echo.pad = pad
+        if code == 200:
+            texts.append(backend.generate(request))
+        else:
+            with pytest.raises(BackendError) as error:
+                backend.generate(request)
+            texts.append(str(error.value))
+            assert error.value.__cause__ is None and error.value.__context__ is None
+    backend.close()
+    assert all(REDACTED in text for text in (texts if code == 200 else texts[:100]))  # the key was echoed
+    captured = capsys.readouterr()
+    for text in (*texts, caplog.text, captured.out, captured.err):
+        assert not _leaks(text)
+
+
+@pytest.mark.parametrize("code", [401, 500, 200])
+def test_no_piece_of_the_key_reaches_the_run_records(key_echo: KeyEchoServer, code: int, tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the planner and the episode loop: the run's end, every record and conversation.json."""
+    from homiebot_planner.memory import write_conversation_json
+    from homiebot_planner.planner import PlannerConfig
+    from homiebot_planner.rollout import EpisodeStep, Execution, Observed, run_episode
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.steps: list[EpisodeStep] = []
+
+        def record(self, step: EpisodeStep) -> None:
+            self.steps.append(step)
+
+    class Stack:
+        def observe(self) -> Observed:
+            return Observed(Observation())
+
+        def execute(self, decision: Any, inventory: Any) -> Execution:
+            return Execution(success=True, inventory=tuple(inventory))
+
+    caplog.set_level(logging.DEBUG)
+    key_echo.code = code
+    backend, _ = _backend(key_echo.url, max_retries=0, send_images=False)
+    for pad in range(150, 251):  # the cuts of the 200-character server text
+        key_echo.pad = pad
+        planner = Planner(backend, "put the apple in the fridge", PlannerConfig(max_samples=1))
+        recorder = Recorder()
+        result = run_episode(planner, Stack(), Stack(), recorder, 3)
+        run_dir = tmp_path / str(pad)
+        write_conversation_json(run_dir / "conversation.json", planner.memory.rounds)
+        (run_dir / "records.txt").write_text(f"{result!r}\n" + "\n".join(repr(step) for step in recorder.steps))
+    backend.close()
+    captured = capsys.readouterr()
+    written = [path.read_text() for path in tmp_path.rglob("*") if path.is_file()]
+    assert REDACTED in written[0] or code != 200
+    for text in (*written, caplog.text, captured.out, captured.err):
+        assert not _leaks(text)
+
+
+def test_redact_covers_every_piece_of_the_key_and_shorten_keeps_markers_whole() -> None:
+    assert redact(f"a {KEY} b {KEY[:8]} c {KEY[-9:]}{KEY}", KEY) == f"a {REDACTED} b {REDACTED} c {REDACTED}"
+    assert redact(f"{KEY[:7]} {KEY[3:]}", KEY) == f"{KEY[:7]} {REDACTED}"  # 7 characters are no piece
+    assert redact("short key: abc", "abc") == f"short key: {REDACTED}" and redact("text", "") == "text"
+    text = "x" * 190 + REDACTED + "y" * 20
+    assert shorten(text, 200) == "x" * 190 + "..." and shorten(text, 210) == "x" * 190 + REDACTED + "y" * 7 + "..."
+    assert shorten("short", 200) == "short"

@@ -12,6 +12,7 @@ HELP = ("replay every selected task's annotated trajectory through the simulatio
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot collect`."""
     from homiebot.commands._ray import add_ray_arguments
+    from homiebot.conditions import add_conditions_argument
 
     parser.add_argument("--tasks", default="all", help="train, test, all, or task ids like 12,12_v1 (default: all)")
     parser.add_argument("--data", type=Path, default=Path("data"), help="designed tasks (default: data)")
@@ -22,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-variants", action="store_true", help="skip the variant folders (<id>_v<n>)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NODE.PARAM=VALUE",
                         help="override one node parameter (repeatable)")
+    add_conditions_argument(parser)
     add_ray_arguments(parser)
 
 
@@ -30,20 +32,20 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from homiebot.cli import UsageError
-    from homiebot.commands._progress import progress_bar
+    from homiebot.commands._progress import print_untrusted, progress_bar
     from homiebot.commands._ray import ray_options
     from homiebot.collect import CollectConfig, CollectError, collect
 
     try:
         config = CollectConfig(tasks=args.tasks, data_dir=args.data, out=args.out,
                                work=args.work or args.out / "runs", jobs=args.jobs, variants=not args.no_variants,
-                               overrides=tuple(args.overrides), ray=ray_options(args))
+                               overrides=tuple(args.overrides), conditions=args.conditions, ray=ray_options(args))
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
     with progress_bar(console, "tasks") as on_progress:
         try:
-            differences = collect(config, report=console.print, on_progress=on_progress)
+            differences = collect(config, report=lambda line: print_untrusted(console, line), on_progress=on_progress)
         except CollectError as error:
             raise UsageError(str(error)) from error
     for difference in differences:

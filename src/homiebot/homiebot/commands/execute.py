@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="apartment seed (without --scene/--task: 0)")
     parser.add_argument("--model", default="", help="model for every subtask (default: the one the system prompt "
                                                     "assigns to the action)")
-    parser.add_argument("--fail", default="", help="failure model for the skills: skill=p,... or table4")
+    parser.add_argument("--fail", default="", help="failure model for the skills: table4 (the paper's skills, per "
+                        "execution), skill=p,... (per attempt) or execution:skill=p,...")
     parser.add_argument("--fail-seed", type=int, default=0, help="seed of the failure model")
     parser.add_argument("--routing", choices=("background", "model"), default="background",
                         help="background: every skill on M3 (default); model: the chosen model's server")

@@ -11,6 +11,7 @@ HELP = "run EMMOE tasks through the simulation stack (resumable) and print the E
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot run`."""
     from homiebot.commands._ray import add_ray_arguments
+    from homiebot.conditions import add_conditions_argument
     from homiebot.runner import PLANNERS
     from homiebot.setting import DEFAULT_SETTING, SETTINGS
 
@@ -21,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
                         help="benchmark setting: background (privileged M3 skills) or no_background (sensor-only "
                              "skills on the chosen model's server; see homiebot.setting); default: %(default)s")
+    add_conditions_argument(parser)
     parser.add_argument("--out", type=Path, required=True, help="experiment folder, e.g. runs/my_exp")
     parser.add_argument("--data", type=Path, default=Path("data"), help="EMMOE data folder (default: data)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel stacks, each on its own ROS_DOMAIN_ID")
@@ -48,15 +50,17 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from homiebot.cli import UsageError
-    from homiebot.commands._progress import progress_bar
+    from homiebot.commands._progress import print_untrusted, progress_bar
     from homiebot.commands._ray import ray_options
+    from homiebot.conditions import scoring_arguments
     from homiebot.run_folders import without_result
     from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks
     from homiebot.setting import SettingMismatch, describe
 
     try:
         config = RunnerConfig(tasks=args.tasks, out=args.out, runs=args.runs, planner=args.planner,
-                              setting=args.setting, data_dir=args.data, jobs=args.jobs, max_steps=args.max_steps,
+                              setting=args.setting, conditions=args.conditions, data_dir=args.data, jobs=args.jobs,
+                              max_steps=args.max_steps,
                               model=args.model, base_url=args.base_url, params_file=args.config,
                               overrides=tuple(args.overrides), run_timeout_s=args.run_timeout,
                               record_videos=not args.no_videos, retries=args.retries, domain_id=args.domain_id,
@@ -66,19 +70,20 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     with progress_bar(console, "runs") as on_progress:
         try:
-            progress = run_benchmark(config, report=console.print, on_progress=on_progress,
-                                     echo_nodes=args.show_nodes)
+            progress = run_benchmark(config, report=lambda line: print_untrusted(console, line),
+                                     on_progress=on_progress, echo_nodes=args.show_nodes)
         except (RunnerError, SettingMismatch) as error:
             raise UsageError(str(error)) from error
     for problem in progress.failed:
-        console.print(f"[yellow]warning[/yellow]: {problem}")
+        print_untrusted(console, problem, "[yellow]warning[/yellow]: ")
     task_ids = select_tasks(args.data, args.tasks)
     status = emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out),
-                                  "--tasks", ",".join(task_ids)])
-    print(f"  {describe(args.setting)}", flush=True)
+                                  "--tasks", ",".join(task_ids), *scoring_arguments(args.conditions)])
+    print(f"  {describe(args.setting, args.conditions)}", flush=True)
     missing = without_result(args.out, task_ids, args.runs)
     if missing:
-        console.print(f"[red]error[/red]: {len(missing)} run(s) have no planner result (infrastructure failures, left "
-                      f"out of the scores above): {', '.join(missing)}. Run the same command again to retry them.")
+        print_untrusted(console, ", ".join(missing), f"[red]error[/red]: {len(missing)} run(s) have no planner result "
+                        "(infrastructure failures, left out of the scores above; run the same command again to retry "
+                        "them): ")
         return 1
     return status

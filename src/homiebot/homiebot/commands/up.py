@@ -10,11 +10,13 @@ HELP = "start the simulation stack (what `ros2 launch homiebot emmoe_sim.launch.
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot up`."""
+    from homiebot.conditions import add_conditions_argument
     from homiebot.setting import DEFAULT_SETTING, SETTINGS
 
     parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
                         help="benchmark setting: background (privileged M3 skills) or no_background (sensor-only "
                              "skills on the chosen model's server; see homiebot.setting); default: %(default)s")
+    add_conditions_argument(parser)
     parser.add_argument("--config", type=Path, help="ROS parameter file (default: the installed emmoe_sim.yaml)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NODE.PARAM=VALUE",
                         help="override one parameter of one node, e.g. --set planner.backend=mock (repeatable)")
@@ -22,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def node_overrides(args: argparse.Namespace) -> dict[str, dict[str, object]]:
-    """The per-node parameters of `--setting` with the `--set` items on top.
+    """The per-node parameters of `--setting` and `--conditions` with the `--set` items on top.
 
     Raises:
         UsageError: a malformed item or an unknown node.
@@ -31,7 +33,7 @@ def node_overrides(args: argparse.Namespace) -> dict[str, dict[str, object]]:
     from homiebot.cli import UsageError
 
     try:
-        overrides = stack_parameters(args.setting, args.overrides)
+        overrides = stack_parameters(args.setting, args.overrides, args.conditions)
     except ValueError as error:
         raise UsageError(str(error)) from error
     names = {spec.name for spec in EMMOE_SIM_NODES}
@@ -43,7 +45,7 @@ def node_overrides(args: argparse.Namespace) -> dict[str, dict[str, object]]:
 
 def run(args: argparse.Namespace) -> int:
     """Start every node; exit 0 after Ctrl-C, 1 when a node dies on its own."""
-    from homiebot.bringup import config_path, stack_environment, stack_process_specs
+    from homiebot.bringup import config_path, stack_environment, stack_process_specs, with_checkout_data
     from homiebot.cli import UsageError
     from homiebot.setting import describe
     from homiebot.supervisor import Supervisor
@@ -52,12 +54,17 @@ def run(args: argparse.Namespace) -> int:
     if not params_file.is_file():
         raise UsageError(f"parameter file not found: {params_file}")
     overrides = node_overrides(args)
+    if args.config is None:  # the shipped file's data_dir is relative: the checkout's data, wherever we start
+        try:
+            overrides = with_checkout_data(overrides)
+        except ValueError as error:
+            raise UsageError(str(error)) from error
     environment = stack_environment(args.domain_id)
     specs = stack_process_specs(params_file, overrides, environment)
     supervisor = Supervisor(specs)
     supervisor.start()
     print(f"[up] {len(specs)} processes started (ROS_DOMAIN_ID={environment.get('ROS_DOMAIN_ID', '0')}, "
-          f"{describe(args.setting)}); Ctrl-C stops them", flush=True)
+          f"{describe(args.setting, args.conditions)}); Ctrl-C stops them", flush=True)
     try:
         ended = supervisor.wait_for_any_exit()
     except KeyboardInterrupt:

@@ -162,7 +162,7 @@ def run_attempt(ctx: Context, goal: SkillGoal,
         attempt.steps = 0
         attempt.watcher = ExecutionWatcher(held_at_start=ctx.held(), step_budget=goal.step_budget,
                                            contact_limit=contact_limit)
-        injected = failure_model.draw(goal.skill) if failure_model is not None else None
+        injected = failure_model.draw(goal.skill, goal.attempt) if failure_model is not None else None
         if injected is not None:
             status, message = _injected(ctx, goal, injected.drop_object)
         else:

@@ -2,7 +2,8 @@
 SGLang, Ollama, ...).
 
 The API key is read from an environment variable only (OPENAI_API_KEY by default) and never logged or shown in
-errors. The current user turn carries the four views as base64 PNG data-URL parts before its text (after it with
+errors: wherever a server echoes it, whole or in part, every piece of it of KEY_PIECE or more characters is redacted
+before the server's text is shortened. The current user turn carries the four views as base64 PNG data-URL parts before its text (after it with
 `text_first`, as the release's GPT-4o and Gemini scripts send them). A request
 without a temperature (the release's API setting) sends none, so the server's default applies.
 """
@@ -27,6 +28,10 @@ _LOG = logging.getLogger(__name__)
 _PLACEHOLDER_KEY = "EMPTY"
 # What stands in for the API key wherever a server echoed it.
 REDACTED = "[redacted]"
+# The shortest piece of the key that is redacted on its own (a server's partial echo, or a cut through the key).
+KEY_PIECE = 8
+# How much of a server's error text goes into an error message.
+SERVER_TEXT_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -134,12 +139,20 @@ class OpenAIBackend(PlannerBackend):
                 the request (bad key, unknown model, bad request).
         """
         try:
-            return self._redact(self._complete(request))
+            answer = self._complete(request)
         except BackendError as error:
-            raise BackendError(self._redact(str(error))) from None
+            message = self._redact(str(error))
+        else:
+            return self._redact(answer)
+        raise BackendError(message)  # raised outside the handler: no chained exception keeps the unredacted text
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, REDACTED) if self._api_key else text
+        return redact(text, self._api_key)
+
+    def _server_text(self, error: Exception) -> str:
+        """The error's text on one line, the key redacted, then shortened to SERVER_TEXT_CHARS (the cut cannot
+        leave a piece of the key)."""
+        return shorten(self._redact(" ".join(str(error).split())), SERVER_TEXT_CHARS)
 
     def _complete(self, request: GenerationRequest) -> str:
         openai = self._openai
@@ -167,10 +180,10 @@ class OpenAIBackend(PlannerBackend):
                 continue
             except openai.APIStatusError as error:
                 raise BackendError(f"openai: the server at {self.config.base_url} rejected the request with HTTP "
-                                   f"{error.status_code} ({_short(error)}); check openai_model and "
+                                   f"{error.status_code} ({self._server_text(error)}); check openai_model and "
                                    f"${self.config.api_key_env}") from None
             except openai.OpenAIError as error:
-                raise BackendError(f"openai: {type(error).__name__}: {_short(error)}") from None
+                raise BackendError(f"openai: {type(error).__name__}: {self._server_text(error)}") from None
             return _content(response, self.config.base_url)
 
     def _describe(self, error: Exception, attempts: int) -> str:
@@ -179,7 +192,7 @@ class OpenAIBackend(PlannerBackend):
         elif isinstance(error, self._openai.APIConnectionError):
             reason = "cannot connect (is the server running?)"
         else:
-            reason = f"{type(error).__name__}: {_short(error)}"
+            reason = f"{type(error).__name__}: {self._server_text(error)}"
         return f"openai: {self.config.base_url}: {reason}; gave up after {attempts} attempt(s)"
 
     def close(self) -> None:
@@ -187,9 +200,39 @@ class OpenAIBackend(PlannerBackend):
         self._client.close()
 
 
-def _short(error: Exception) -> str:
-    text = " ".join(str(error).split())
-    return text if len(text) <= 200 else text[:197] + "..."
+def redact(text: str, secret: str) -> str:
+    """`text` with the secret replaced by REDACTED, and with it every stretch covered by pieces of the secret of
+    KEY_PIECE or more characters (a partial echo, or what a cut through the secret left); a secret shorter than
+    KEY_PIECE is replaced only whole."""
+    if not secret:
+        return text
+    if len(secret) < KEY_PIECE:
+        return text.replace(secret, REDACTED)
+    pieces = {secret[start:start + KEY_PIECE] for start in range(len(secret) - KEY_PIECE + 1)}
+    spans: list[list[int]] = []  # [start, end) of the stretches to redact, overlapping and adjacent pieces merged
+    for start in range(len(text) - KEY_PIECE + 1):
+        if text[start:start + KEY_PIECE] in pieces:
+            if spans and start <= spans[-1][1]:
+                spans[-1][1] = start + KEY_PIECE
+            else:
+                spans.append([start, start + KEY_PIECE])
+    parts: list[str] = []
+    kept = 0
+    for start, end in spans:
+        parts += [text[kept:start], REDACTED]
+        kept = end
+    return "".join(parts) + text[kept:]
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, ending in "..." when cut; the cut never splits a REDACTED."""
+    if len(text) <= limit:
+        return text
+    cut = limit - 3
+    marker = text.find(REDACTED, max(0, cut - len(REDACTED) + 1))
+    if 0 <= marker < cut:
+        cut = marker
+    return text[:cut] + "..."
 
 
 def _content(response: Any, base_url: str) -> str:
