@@ -1,8 +1,10 @@
 """Test infrastructure shared by every test in the repository (tests/ and src/*/test/).
 
 ROS 2 isolation rules enforced here:
-- no node starts unless ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (source env.sh): Fast DDS would otherwise
-  multicast discovery on every network interface;
+- every node stays on loopback: the project's default (ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT with the
+  loopback Fast DDS profile, src/homiebot/config/fastdds_loopback.xml) is set for the test session where the
+  environment names no range and no profile, and no node starts unless emmoe_eval.dds_guard accepts the environment
+  (that, or LOCALHOST): Fast DDS would otherwise multicast discovery on every network interface;
 - every test that uses ROS gets its own random ROS_DOMAIN_ID, so test runs on one machine never meet.
 
 Fixtures:
@@ -30,18 +32,31 @@ from typing import Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent
-_REQUIRED_RANGE = "LOCALHOST"
+LOOPBACK_PROFILE = REPO_ROOT / "src" / "homiebot" / "config" / "fastdds_loopback.xml"
+
+
+def loopback_dds_environment() -> dict[str, str]:
+    """The project's default DDS environment (what env.sh exports): SYSTEM_DEFAULT with the loopback profile."""
+    return {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT", "FASTDDS_DEFAULT_PROFILES_FILE": str(LOOPBACK_PROFILE)}
+
+
+def _default_to_loopback_dds() -> None:
+    """Give the session the project's default DDS environment where it names neither a range nor a profile (a
+    range someone chose is kept, and checked by the guard)."""
+    if not os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") and not os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
+        os.environ.update(loopback_dds_environment())
 
 
 def require_localhost_discovery() -> None:
-    """Fail the calling test unless DDS discovery is confined to this machine."""
-    value = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
-    if value != _REQUIRED_RANGE:
-        pytest.fail(
-            f"refusing to start ROS 2 nodes: ROS_AUTOMATIC_DISCOVERY_RANGE is {value!r}, not 'LOCALHOST'. "
-            "Run the tests through `make test` or after `source env.sh`.",
-            pytrace=False,
-        )
+    """Fail the calling test unless DDS traffic stays on this machine (emmoe_eval.dds_guard)."""
+    try:
+        from emmoe_eval.dds_guard import discovery_problem
+    except ImportError as error:
+        pytest.fail(f"refusing to start ROS 2 nodes: the DDS guard does not import ({error}); source env.sh",
+                    pytrace=False)
+    problem = discovery_problem()
+    if problem is not None:
+        pytest.fail(f"{problem}. Run the tests through `make test` or after `source env.sh`.", pytrace=False)
 
 
 def _guard_rclpy_init() -> None:
@@ -64,9 +79,10 @@ def _guard_rclpy_init() -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register markers and guard rclpy.init."""
-    config.addinivalue_line("markers", "ros: starts ROS 2 nodes (needs env.sh: discovery on LOCALHOST)")
+    config.addinivalue_line("markers", "ros: starts ROS 2 nodes (needs env.sh: DDS on loopback)")
     config.addinivalue_line("markers", "slow: longer than a few seconds; excluded by default (make test-slow)")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
+    _default_to_loopback_dds()
     _guard_rclpy_init()
 
 

@@ -14,9 +14,13 @@ goes through the skill server: the executor's overhead without any skill simulat
 
 Across (`--across`): wall time of Go to from the fridge to the tv stand and back in each apartment.
 
+Stop after a soak (`--sigint N`): N executor nodes one after another, each sent `--soak` goals (default 1,000) and
+then SIGINT; counts those gone within 2 s of the signal (the goal: all of them).
+
     python bench/bench_executor.py --seeds 10            # skill rates (about 1 s per trial)
     python bench/bench_executor.py --round-trip          # /subtask overhead
-    python bench/bench_executor.py --soak 10000          # 10,000 consecutive goals: lost count, p99
+    python bench/bench_executor.py --soak 10000          # 10,000 consecutive goals: lost count, p99, warnings
+    python bench/bench_executor.py --sigint 20           # 20 executors, SIGINT after 1,000 goals each
     python bench/bench_executor.py --across --seeds 10   # Go to across the apartment
 Results go to bench/results/executor.json.
 """
@@ -168,39 +172,68 @@ def across_apartment(seeds: list[int]) -> dict[str, Any]:
             "median_straight_line_m": round(statistics.median(paths), 2)}
 
 
-@contextmanager
-def _subtask_stack() -> Iterator[Any]:
-    """The executor node, the static scene stand-in and an instant skill server, each in its own process as
-    deployed, and an ActionClient on /subtask spun by a thread of this process."""
-    import os
+class _Output:
+    """Reads a child's output to its end (a child whose output pipe is full blocks in its next log line, and its
+    goals then stop being answered), counting the warnings and keeping the last lines."""
+
+    def __init__(self, stream: Any) -> None:
+        import threading
+
+        self.warnings = 0
+        self.tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            self.tail.append(line.rstrip("\n"))
+            self.warnings += "[WARN]" in line
+
+
+def _start_child(command: tuple[str, ...]) -> tuple[Any, _Output]:
+    """A child Python process (its first line awaited) and the reader of the rest of its output."""
     import subprocess
+
+    child = subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert child.stdout is not None
+    child.stdout.readline()
+    return child, _Output(child.stdout)
+
+
+EXECUTOR_COMMAND = ("-m", "homiebot_executor.executor_node")
+
+
+@contextmanager
+def _subtask_stack(with_executor: bool = True) -> Iterator[Any]:
+    """The executor node (unless `with_executor` is false: the caller starts its own), the static scene stand-in and
+    an instant skill server, each in its own process as deployed, and an ActionClient on /subtask spun by a thread of
+    this process. Yields the client; `client.outputs` holds each child's output reader by name."""
+    import os
     import threading
 
     import rclpy
     from emmoe_eval.action_client import ActionClient
+    from emmoe_eval.dds_guard import require_loopback_dds
     from emmoe_interfaces.action import ExecuteSubtask
     from rclpy.executors import SingleThreadedExecutor
 
+    require_loopback_dds()  # this client and the children (they inherit the environment) stay on loopback
     os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))  # Linux-valid DDS domain ids
     static_scene = Path(__file__).resolve().parents[1] / "src" / "homiebot_executor" / "test" / "static_scene.py"
-    children = [subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True)
-                for command in ((str(static_scene),), ("-m", "homiebot_executor.executor_node"))]
-    children.append(subprocess.Popen([sys.executable, "-c", INSTANT_SKILLS], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True))
-    for child in children:
-        assert child.stdout is not None
-        child.stdout.readline()
-        # Keep reading: a child whose output pipe is full blocks in its next log line (the executor logs one warning
-        # per goal here, as no monitor runs), and its goals then stop being answered.
-        threading.Thread(target=collections.deque, args=(child.stdout, 0), daemon=True).start()  # read, discard
+    commands = {"static_scene": (str(static_scene),), "skills": ("-c", INSTANT_SKILLS)}
+    if with_executor:
+        commands["executor"] = EXECUTOR_COMMAND
+    started = {name: _start_child(command) for name, command in commands.items()}
+    children = [child for child, _ in started.values()]
     rclpy.init()
     client_node = rclpy.create_node("bench_client")
     spinner = SingleThreadedExecutor()
     spinner.add_node(client_node)
     threading.Thread(target=spinner.spin, daemon=True).start()
     client: Any = ActionClient(client_node, ExecuteSubtask, "/subtask")
-    client.wait_for_server(timeout_sec=30)
+    client.outputs = {name: output for name, (_, output) in started.items()}
+    if with_executor:
+        client.wait_for_server(timeout_sec=30)
     try:
         yield client
     finally:
@@ -262,46 +295,89 @@ def round_trip(count: int) -> dict[str, Any]:
             for label, values in timings.items()}
 
 
-def soak(count: int) -> dict[str, Any]:
-    """`count` consecutive /subtask goals cycling through the round-trip cases: how many were lost (no acceptance or
-    no result within 30 s), and the median, p99 and longest round trip of the answered ones."""
+def _soak_goals(client: Any, count: int, label: str = "soak") -> tuple[list[float], int]:
+    """Send `count` consecutive goals cycling through the round-trip cases; (answered round trips in ms, lost)."""
     cases = list(_cases().values())
     answered: list[float] = []
     lost = 0
     started = time.perf_counter()
+    for index in range(count):
+        value = _timed_goal(client, cases[index % len(cases)])
+        if value is None:
+            lost += 1
+        else:
+            answered.append(value)
+        if (index + 1) % 1000 == 0:
+            print(f"{label}: {index + 1}/{count} goals, {lost} lost, {time.perf_counter() - started:.0f} s",
+                  file=sys.stderr, flush=True)
+    return answered, lost
+
+
+def soak(count: int) -> dict[str, Any]:
+    """`count` consecutive /subtask goals cycling through the round-trip cases: how many were lost (no acceptance or
+    no result within 30 s), the median, p99 and longest round trip of the answered ones, and how many warnings the
+    executor logged (no monitor runs here: the executor checks each goal itself)."""
+    started = time.perf_counter()
     with _subtask_stack() as client:
-        for index in range(count):
-            value = _timed_goal(client, cases[index % len(cases)])
-            if value is None:
-                lost += 1
-            else:
-                answered.append(value)
-            if (index + 1) % 1000 == 0:
-                print(f"soak: {index + 1}/{count} goals, {lost} lost, {time.perf_counter() - started:.0f} s",
-                      file=sys.stderr, flush=True)
+        answered, lost = _soak_goals(client, count)
+        time.sleep(0.5)  # the last log lines reach the reader
+        warnings = client.outputs["executor"].warnings
     return {"goals": count, "lost": lost, "median_ms": round(statistics.median(answered), 2),
             "p99_ms": round(percentile(answered, 0.99), 2), "max_ms": round(max(answered), 2),
-            "wall_s": round(time.perf_counter() - started, 1)}
+            "executor_warnings": warnings, "wall_s": round(time.perf_counter() - started, 1)}
+
+
+# How soon an executor told to stop must be gone.
+STOP_LIMIT_S = 2.0
+
+
+def stop_after_soak(executors: int, goals: int) -> dict[str, Any]:
+    """`executors` executor nodes one after another against one scene stand-in and skill server: each serves `goals`
+    goals, is sent SIGINT, and is timed until its process is gone (given up after 15 s)."""
+    import signal
+
+    stops: list[float | None] = []
+    statuses: list[int | None] = []
+    with _subtask_stack(with_executor=False) as client:
+        for number in range(1, executors + 1):
+            deadline = time.monotonic() + 10
+            while client.server_is_ready() and time.monotonic() < deadline:  # the last executor's server is gone
+                time.sleep(0.05)
+            executor, output = _start_child(EXECUTOR_COMMAND)
+            try:
+                if not client.wait_for_server(timeout_sec=30):
+                    raise RuntimeError("the executor's /subtask server did not appear:\n" + "\n".join(output.tail))
+                _, lost = _soak_goals(client, goals, f"executor {number}")
+                signalled = time.monotonic()
+                executor.send_signal(signal.SIGINT)
+                while executor.poll() is None and time.monotonic() - signalled < 15:
+                    time.sleep(0.005)  # Popen.wait(timeout) polls up to 50 ms apart: too coarse a clock here
+                gone = executor.poll() is not None
+                stops.append(round(time.monotonic() - signalled, 3) if gone else None)
+            finally:
+                if executor.poll() is None:
+                    executor.kill()
+                    executor.wait()
+            statuses.append(executor.returncode)
+            stop = stops[-1]
+            print(f"executor {number}: {goals} goals ({lost} lost), stopped "
+                  f"{'after more than 15 s' if stop is None else f'{stop:.2f} s'} after SIGINT (exit status "
+                  f"{executor.returncode})", file=sys.stderr, flush=True)
+    timely = sum(1 for stop in stops if stop is not None and stop < STOP_LIMIT_S)
+    return {"executors": executors, "goals_each": goals, "stopped_within_2_s": timely,
+            "stop_s": stops, "max_stop_s": max((stop for stop in stops if stop is not None), default=None),
+            "exit_statuses": statuses}
 
 
 # A skill server whose policy answers at once (the /subtask overhead without any simulation).
 INSTANT_SKILLS = """
-import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from emmoe_eval.ros_helpers import spin_node
 from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
 from homiebot_executor.skills import SkillOutcome, SkillStatus
 class Instant:
     def run(self, goal, should_cancel, progress):
         return SkillOutcome(SkillStatus.SUCCEEDED, held_object='')
-rclpy.init()
-node = SkillServerNode('m3', Instant(), RobotClaim())
-executor = MultiThreadedExecutor()
-executor.add_node(node)
-print('instant skills ready', flush=True)
-try:
-    executor.spin()
-except KeyboardInterrupt:
-    pass
+spin_node(lambda: SkillServerNode('m3', Instant(), RobotClaim()), ready_line='instant skills ready')
 """
 
 
@@ -314,12 +390,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round-trip", action="store_true", help="measure the /subtask overhead instead")
     parser.add_argument("--count", type=int, default=50, help="round trips per case")
     parser.add_argument("--soak", type=int, default=0, metavar="N",
-                        help="send N consecutive /subtask goals and count the lost ones instead")
+                        help="send N consecutive /subtask goals and count the lost ones instead (with --sigint: "
+                             "goals per executor, default 1000)")
+    parser.add_argument("--sigint", type=int, default=0, metavar="N",
+                        help="N executors in turn, each sent SIGINT after its soak: how many stop within 2 s")
     parser.add_argument("--across", action="store_true", help="time Go to across the apartment instead")
     args = parser.parse_args(argv)
-    if args.soak:
+    if args.sigint:
+        figures = stop_after_soak(args.sigint, args.soak or 1000)
+        results: dict[str, Any] = {"stop_after_soak": figures}
+    elif args.soak:
         figures = soak(args.soak)
-        results: dict[str, Any] = {"soak": figures}
+        results = {"soak": figures}
     elif args.round_trip:
         figures = round_trip(args.count)
         results = {"round_trip": figures}

@@ -4,7 +4,8 @@
 #   2. .venv/ with the ROS 2 Kilted wheels and every Python dependency, pinned in requirements/lock.txt;
 #   3. the ROS wheels' CMake exports pointed at this interpreter (they name the wheel builder's paths);
 #   4. colcon build of every package under src/;
-#   5. env.sh, which everything sources (venv, overlay, ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, CLIs on PATH).
+#   5. env.sh, which everything sources (venv, overlay, ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT with the
+#      loopback Fast DDS profile, CLIs on PATH).
 # Each step is skipped when its inputs did not change, so a second run takes seconds.
 # Environment: PYTHON (interpreter to build the venv from), TORCH_INDEX_URL (extra index serving torch 2.13.0+cpu
 # on machines without a local copy), HOMIEBOT_SKIP_APT=1 (never call apt-get).

@@ -17,8 +17,10 @@ TEMPLATE = """\
 
 export HOMIEBOT_ROOT="{root}"
 
-# Fast DDS must never multicast discovery on the network: every node of this project stays on loopback.
-export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+# Fast DDS must never multicast discovery on the network: every node of this project stays on loopback. Under
+# SYSTEM_DEFAULT rmw_fastrtps applies the loopback profile below untouched (every DDS socket on 127.0.0.1); nodes
+# refuse to start without it (emmoe_eval/dds_guard.py).
+export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT
 
 # Models and datasets load from local folders only: no hub requests, no telemetry.
 export HF_HUB_OFFLINE=1
@@ -27,9 +29,9 @@ export HF_HUB_DISABLE_TELEMETRY=1
 # Ray (homiebot run --ray) never reports usage statistics.
 export RAY_USAGE_STATS_ENABLED=0
 export RMW_IMPLEMENTATION="${{RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}}"
-# Fast DDS binds its receiving sockets to 127.0.0.1 only (config/fastdds_loopback.xml); a robot LAN exports its own
-# profile before sourcing this file (an empty value means Fast DDS's defaults).
-export FASTDDS_DEFAULT_PROFILES_FILE="${{FASTDDS_DEFAULT_PROFILES_FILE-{root}/install/homiebot/share/homiebot/config/fastdds_loopback.xml}}"
+# Fast DDS binds every socket to 127.0.0.1, with unicast discovery only (config/fastdds_loopback.xml); a robot LAN
+# exports its own profile and HOMIEBOT_DDS_LAN_INTERFACE before sourcing this file (docs/deployment.md, "Robot LAN").
+export FASTDDS_DEFAULT_PROFILES_FILE="${{FASTDDS_DEFAULT_PROFILES_FILE:-{root}/install/homiebot/share/homiebot/config/fastdds_loopback.xml}}"
 
 # The virtual environment (without its prompt change) and the ROS 2 wheels installed in it.
 export VIRTUAL_ENV="{venv}"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 
 import pytest
 
 from emmoe_eval.action_client import ActionClient
-from emmoe_eval.ros_helpers import EXIT_GRACE_S
+from emmoe_eval.node_exit import EXIT_GRACE_S
 
 EXIT_LIMIT_S = 2.0
 
@@ -93,3 +94,43 @@ def test_a_stuck_node_whose_output_reader_is_gone_still_exits(ros_domain_id):
         if stuck.poll() is None:
             stuck.kill()
             stuck.wait()
+
+
+# A quiet node (nothing wakes its executor) whose context is shut down the way rclpy 9's signal handler does it on
+# SIGINT or SIGTERM: from another thread, without the context's on_shutdown callbacks, so the executor is not woken.
+# An executor that woke on the signal's guard condition just before the shutdown waits like this (issue 40: one
+# executor of eleven ignored SIGINT for over 10 s; on the loaded two-core machine a plain MultiThreadedExecutor with an
+# idle node missed 5 of 100 SIGINTs). Before spin_node's stop watch, this node never exited.
+QUIET_NODE = """
+import threading
+import time
+from rclpy.node import Node
+from emmoe_eval.ros_helpers import spin_node
+
+def build():
+    node = Node("quiet_node")
+
+    def shut_down_as_the_signal_handler_does():
+        time.sleep(1.0)
+        print("context shut down", flush=True)
+        handle = node.context.handle
+        with handle:
+            handle.shutdown()
+
+    threading.Thread(target=shut_down_as_the_signal_handler_does, daemon=True).start()
+    return node
+
+spin_node(build, num_threads=4, ready_line="quiet node ready")
+"""
+
+
+@pytest.mark.ros
+def test_a_node_whose_executor_missed_the_stop_still_exits(ros_process):
+    quiet = ros_process("-c", QUIET_NODE, ready="context shut down")
+    stopped = time.monotonic()
+    try:
+        quiet.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the node was still running 10 s after its context was shut down", pytrace=False)
+    assert time.monotonic() - stopped < EXIT_LIMIT_S, quiet.output()
+

@@ -47,9 +47,11 @@ def test_the_venv_exports_name_no_missing_include_dirs():
             assert Path(path).exists(), f"{export.name} still names {path}"
 
 
-def test_env_sh_keeps_discovery_on_localhost_and_exposes_the_tools():
+def test_env_sh_keeps_dds_on_loopback_and_exposes_the_tools():
     script = write_env_sh.TEMPLATE.format(root="/repo", venv="/repo/.venv", ros_libs="/repo/.venv/lib")
-    assert "export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST" in script
+    assert "export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT" in script
+    assert ('export FASTDDS_DEFAULT_PROFILES_FILE="${FASTDDS_DEFAULT_PROFILES_FILE:-'
+            '/repo/install/homiebot/share/homiebot/config/fastdds_loopback.xml}"') in script
     assert "export HF_HUB_OFFLINE=1" in script and "export HF_HUB_DISABLE_TELEMETRY=1" in script
     assert "export RAY_USAGE_STATS_ENABLED=0" in script
     assert '. "/repo/install/local_setup.sh"' in script
@@ -59,14 +61,15 @@ def test_env_sh_keeps_discovery_on_localhost_and_exposes_the_tools():
 def test_sourcing_env_sh_in_a_clean_shell():
     """What a new terminal gets from `. env.sh`: discovery range, the tools, the interface types."""
     probe = ". ./env.sh && echo $ROS_AUTOMATIC_DISCOVERY_RANGE && command -v homiebot emmoe-eval python " \
-            "&& python -c 'import emmoe_interfaces.msg, rclpy; print(\"imports\")'"
+            "&& python -c 'import emmoe_interfaces.msg, rclpy; print(\"imports\")' " \
+            "&& python -c 'from emmoe_eval.dds_guard import discovery_problem as p; print(p() or \"loopback\")'"
     clean_env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
     output = subprocess.run(["bash", "-c", probe], cwd=ROOT, env=clean_env, capture_output=True, text=True,
                             check=True).stdout.split()
-    assert output[0] == "LOCALHOST"
+    assert output[0] == "SYSTEM_DEFAULT"
     assert output[1].endswith("/homiebot") and output[2].endswith("/emmoe-eval")
     assert output[3] == str(ROOT / ".venv" / "bin" / "python")
-    assert output[-1] == "imports"
+    assert output[-2:] == ["imports", "loopback"]
 
 
 def run_setup(tmp_path: Path, **environ: str) -> subprocess.CompletedProcess[str]:

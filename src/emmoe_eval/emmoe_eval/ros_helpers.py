@@ -15,6 +15,9 @@ action, declare a config dataclass's fields as parameters.
   emmoe_eval.ros_parameters, re-exported here so that a node needs this one import).
 - `private_node(name)`: a client node in its own rclpy context, with an executor for `executor=`.
 
+Both starters refuse to start a node unless its DDS traffic stays on this machine (emmoe_eval.dds_guard): spin_node
+prints the guard's message and returns 2, private_node raises DiscoveryNotConfined.
+
 A cancel is a `threading.Event` or any callable returning True once the wait should stop (e.g.
 `lambda: goal_handle.is_cancel_requested`).
 """
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import os
 import sys
 import threading
 import time
@@ -40,13 +42,15 @@ from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedEx
 from rclpy.node import Node
 from rclpy.task import Future
 
+from emmoe_eval.dds_guard import DiscoveryNotConfined, discovery_problem, require_loopback_dds
+from emmoe_eval.node_exit import EXIT_GRACE_S, StopWatch, threads_left
 from emmoe_eval.ros_parameters import ROS_PARAMETER, ParameterSpec, declare_config, declare_parameters
 
 __all__ = [
-    "CONFIG_ERRORS", "ROS_PARAMETER", "ActionOutcome", "CallStatus", "Cancel", "ParameterSpec", "PrivateNode",
-    "ServiceOutcome", "WaitStatus", "await_condition", "await_future", "call_service", "cancel_requested",
-    "declare_config", "declare_parameters", "private_node", "send_action_goal", "spin_node", "wait_for_future",
-    "wait_until",
+    "CONFIG_ERRORS", "ROS_PARAMETER", "ActionOutcome", "CallStatus", "Cancel", "DiscoveryNotConfined", "ParameterSpec",
+    "PrivateNode", "ServiceOutcome", "WaitStatus", "await_condition", "await_future", "call_service",
+    "cancel_requested", "declare_config", "declare_parameters", "private_node", "send_action_goal", "spin_node",
+    "wait_for_future", "wait_until",
 ]
 
 Cancel = Union[threading.Event, Callable[[], bool], None]
@@ -54,8 +58,6 @@ Cancel = Union[threading.Event, Callable[[], bool], None]
 CONFIG_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ParameterException)
 
 
-# Seconds a node process has to clean up after it was told to stop, before it exits regardless.
-EXIT_GRACE_S = 1.8
 
 
 class WaitStatus(str, enum.Enum):
@@ -141,20 +143,29 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
             stderr and exit status 2 instead of a traceback.
 
     Returns:
-        0 after a normal shutdown, 2 after a configuration error.
+        0 after a normal shutdown, 2 after a configuration error or when DDS traffic could leave this machine (the
+        node does not start: emmoe_eval.dds_guard).
 
-    Once spinning stops (Ctrl-C, SIGTERM, shutdown), the process ends within EXIT_GRACE_S even when a callback is
-    still blocked (a skill waiting for its server): the clean-up gets that long, then the process exits.
+    Once told to stop (Ctrl-C, SIGTERM, shutdown), the process ends within EXIT_GRACE_S (plus STOP_POLL_S) even when
+    a callback is still blocked (a skill waiting for its server) or the executor missed the stop: the clean-up gets
+    that long, then the process exits. The countdown starts when the context is shut down (emmoe_eval.node_exit), not when
+    spinning returns.
     """
+    problem = discovery_problem()
+    if problem is not None:
+        print(f"{name}: error: {problem}", file=sys.stderr, flush=True)
+        return 2
     rclpy.init(args=args)
     nodes: list[Node] = []
     executor: Executor | None = None
+    watch = StopWatch(name, rclpy.get_default_context())
     try:
         built = node_factory()
         nodes = [built] if isinstance(built, Node) else list(built)
         executor = SingleThreadedExecutor() if num_threads <= 1 else MultiThreadedExecutor(num_threads=num_threads)
         for node in nodes:
             executor.add_node(node)
+        watch.executor = executor
         if ready_line:
             print(ready_line, flush=True)
         executor.spin()
@@ -166,7 +177,7 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
         print(f"{name}: error: {error}", file=sys.stderr)
         return 2
     finally:
-        watchdog = _exit_after(EXIT_GRACE_S, name)
+        watchdog = watch.stop()
         if executor is not None:
             executor.shutdown(timeout_sec=EXIT_GRACE_S / 4)
         if on_shutdown is not None:
@@ -174,39 +185,9 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
         for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
-        if not _threads_left(timeout_s=EXIT_GRACE_S / 4):
+        if not threads_left(timeout_s=EXIT_GRACE_S / 4):
             watchdog.cancel()  # nothing can keep the process from ending: a caller in-process goes on
     return 0
-
-
-def _exit_after(seconds: float, name: str) -> threading.Timer:
-    """End the process with status 1 `seconds` from now unless it has ended by itself or the timer is cancelled (a
-    daemon timer: it never keeps the process alive)."""
-    def leave() -> None:
-        try:
-            print(f"{name}: still busy {seconds:g} s after the stop (a callback does not return); exiting",
-                  file=sys.stderr, flush=True)
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass  # the reader of our output is gone (its parent died: a broken pipe), which must not keep us alive
-        finally:
-            os._exit(1)
-
-    timer = threading.Timer(seconds, leave)
-    timer.daemon = True
-    timer.start()
-    return timer
-
-
-def _threads_left(timeout_s: float) -> bool:
-    """Whether threads that would keep the interpreter from exiting (not daemon, e.g. an executor thread stuck in a
-    callback) are still running after waiting up to `timeout_s` for them."""
-    deadline = time.monotonic() + timeout_s
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join(max(0.0, deadline - time.monotonic()))
-    return any(thread.is_alive() and not thread.daemon and thread is not threading.current_thread()
-               for thread in threading.enumerate())
 
 
 @dataclasses.dataclass
@@ -225,7 +206,11 @@ def private_node(name: str, domain_id: int | None = None) -> Iterator[PrivateNod
     Args:
         name: the node name.
         domain_id: ROS domain (None: ROS_DOMAIN_ID).
+
+    Raises:
+        DiscoveryNotConfined: DDS traffic could leave this machine with this environment (emmoe_eval.dds_guard).
     """
+    require_loopback_dds()
     context = Context()
     if domain_id is None:
         rclpy.init(context=context)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from emmoe_eval.dds_guard import PROFILE_VARIABLE, discovery_problem, loopback_environment
 from emmoe_eval.topics import EVALUATOR_NODE
 
 from homiebot.conditions import DEFAULT_CONDITIONS, conditions_overrides
@@ -22,7 +23,7 @@ from homiebot.supervisor import ProcessSpec
 
 CONFIG_FILE = "emmoe_sim.yaml"
 DDS_PROFILE_FILE = "fastdds_loopback.xml"
-DDS_PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
+DDS_PROFILE_VARIABLE = PROFILE_VARIABLE
 
 
 @dataclass(frozen=True)
@@ -161,14 +162,27 @@ def dds_profile_path() -> Path:
 
 
 def stack_environment(domain_id: int | None) -> dict[str, str]:
-    """Environment of every stack process: discovery and DDS sockets on this machine, optionally a given domain."""
-    environment = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-                   DDS_PROFILE_VARIABLE: os.environ.get(DDS_PROFILE_VARIABLE, str(dds_profile_path()))}
+    """Environment of every stack process: discovery and DDS sockets on this machine, optionally a given domain.
+
+    ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT with the Fast DDS profile FASTDDS_DEFAULT_PROFILES_FILE names (a
+    robot-LAN profile, docs/deployment.md), else the loopback profile: rmw_fastrtps applies it untouched, so every
+    DDS socket is bound to 127.0.0.1. Each node checks the result before it starts (emmoe_eval.dds_guard).
+    """
+    environment = loopback_environment(os.environ.get(DDS_PROFILE_VARIABLE, "").strip() or dds_profile_path())
     if domain_id is not None:
         environment["ROS_DOMAIN_ID"] = str(domain_id)
     elif "ROS_DOMAIN_ID" in os.environ:
         environment["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"]
     return environment
+
+
+def require_loopback_stack(error: type[Exception]) -> None:
+    """Raise `error` with the DDS guard's message (emmoe_eval.dds_guard) unless this process's client node and the
+    nodes of a stack it starts (stack_environment) may start."""
+    for environ in (os.environ, {**os.environ, **stack_environment(None)}):
+        problem = discovery_problem(environ)
+        if problem is not None:
+            raise error(problem)
 
 
 def secret_variables(overrides: Mapping[str, Mapping[str, object]]) -> tuple[str, ...]:

@@ -99,13 +99,17 @@ def check_distributions(names: tuple[str, ...] = REPORTED_DISTRIBUTIONS) -> Chec
 
 
 def check_discovery_range(environ: dict[str, str] | None = None) -> Check:
-    """DDS discovery must stay on this machine (Fast DDS multicasts on every interface otherwise)."""
+    """DDS traffic must stay on this machine (emmoe_eval.dds_guard: SYSTEM_DEFAULT with the loopback Fast DDS
+    profile, or LOCALHOST); every node refuses to start otherwise."""
+    from emmoe_eval.dds_guard import PROFILE_VARIABLE, RANGE_VARIABLE, discovery_reason, what_to_set
+
     environ = dict(os.environ) if environ is None else environ
-    value = environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "")
-    ok = value == "LOCALHOST"
-    domain = environ.get("ROS_DOMAIN_ID", "0 (default)")
-    return Check("discovery", ok, f"ROS_AUTOMATIC_DISCOVERY_RANGE={value or '(unset)'}, ROS_DOMAIN_ID={domain}",
-                 fix="" if ok else f"export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ({FIX_SOURCE_ENV})")
+    reason = discovery_reason(environ)
+    detail = (f"{RANGE_VARIABLE}={environ.get(RANGE_VARIABLE) or '(unset)'}, "
+              f"{PROFILE_VARIABLE}={environ.get(PROFILE_VARIABLE) or '(unset)'}, "
+              f"ROS_DOMAIN_ID={environ.get('ROS_DOMAIN_ID', '0 (default)')}")
+    return Check("discovery", reason is None, detail if reason is None else f"{detail}: {reason}",
+                 fix="" if reason is None else f"{what_to_set(environ)} ({FIX_SOURCE_ENV})")
 
 
 def check_rmw() -> Check:

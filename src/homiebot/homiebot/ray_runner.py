@@ -87,9 +87,12 @@ def homiebot_run(config: RunnerConfig, task_id: str, run_index: int, shared_out:
     import ray
 
     node = f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
-    if os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") != "LOCALHOST":
-        raise NodeNotReady(f"Ray node {node} runs without the project's environment (ROS_AUTOMATIC_DISCOVERY_RANGE "
-                           "is not LOCALHOST): start `ray start` there from a shell that sourced env.sh")
+    from emmoe_eval.dds_guard import discovery_problem
+
+    problem = discovery_problem()
+    if problem is not None:
+        raise NodeNotReady(f"Ray node {node} runs without the project's environment (start `ray start` there from a "
+                           f"shell that sourced env.sh): {problem}")
     if not config.data_dir.is_dir():
         raise NodeNotReady(f"Ray node {node} has no data folder {config.data_dir}: every node needs the data (and "
                            "model files) at the driver's paths")

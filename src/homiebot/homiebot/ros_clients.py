@@ -7,22 +7,25 @@ Ctrl-C) and turns every failure into an ActionCallError with a message for the u
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-DISCOVERY_RANGE_ERROR = (
-    "ROS_AUTOMATIC_DISCOVERY_RANGE must be LOCALHOST before any node starts (source env.sh)"
-)
+from emmoe_eval.dds_guard import discovery_problem
 
 
 class ActionCallError(RuntimeError):
     """The action server was not found, rejected the goal, or did not answer in time."""
 
 
-def require_localhost_discovery() -> None:
-    """Refuse to start nodes whose DDS discovery could leave this machine."""
-    if os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") != "LOCALHOST":
-        raise ActionCallError(DISCOVERY_RANGE_ERROR)
+def require_loopback_discovery(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse to start nodes whose DDS traffic could leave this machine (emmoe_eval.dds_guard: LOCALHOST, or
+    SYSTEM_DEFAULT with the loopback Fast DDS profile); the error says what to set."""
+    problem = discovery_problem(environ)
+    if problem is not None:
+        raise ActionCallError(problem)
+
+
+require_localhost_discovery = require_loopback_discovery  # the name before SYSTEM_DEFAULT was accepted
 
 
 def call_action(action_type: Any, action_name: str, goal: Any, timeout_s: float,
@@ -43,7 +46,7 @@ def call_action(action_type: Any, action_name: str, goal: Any, timeout_s: float,
         ActionCallError: server missing, goal rejected, or no result in time.
         KeyboardInterrupt: after cancelling the goal (Ctrl-C).
     """
-    require_localhost_discovery()
+    require_loopback_discovery()
     from emmoe_eval.ros_helpers import CallStatus, private_node, send_action_goal
     from emmoe_eval.action_client import ActionClient
 

@@ -28,9 +28,8 @@ from emmoe_eval.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
 from emmoe_eval.runs import NOT_PLANNER_RESULTS, WRITE_FAILURE
 
 from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
-    stack_parameters, stack_process_specs
+    require_loopback_stack, stack_parameters, stack_process_specs
 from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
-from homiebot.ros_clients import require_localhost_discovery
 from homiebot.run_folders import pending_runs
 from homiebot.setting import DEFAULT_SETTING, check_setting, record_setting
 from homiebot.supervisor import Supervisor
@@ -381,10 +380,10 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
     machine, each on a leased domain id, or on Ray with `config.ray`.
 
     Raises:
-        RunnerError: when a stack fails to start or dies.
+        RunnerError: when a stack fails to start or dies, or DDS traffic could leave this machine.
         SettingMismatch: `config.out` holds runs of another setting (homiebot.setting.record_setting).
     """
-    require_localhost_discovery()
+    require_loopback_stack(RunnerError)
     if work is None:
         task_ids = select_tasks(config.data_dir, config.tasks)
         record_setting(config.out, config.setting, config.conditions)

@@ -5,7 +5,8 @@ its own process, every output line is prefixed with the node's name, Ctrl-C (or 
 SIGINT to all of them and escalates to SIGKILL after a grace period, and a node that exits on its
 own is reported so the caller can stop the rest and fail. Whatever ends the supervisor (SIGKILL, a closed terminal,
 a broken pipe), its processes end too: on Linux each is started with a parent-death signal (SIGTERM), sent when the
-thread that started it exits. No rclpy here: processes are plain commands.
+thread that started it exits. Their ROS 2 log files go to a folder of the project's own, pruned at every start
+(homiebot.ros_logs), unless the user exported ROS_LOG_DIR. No rclpy here: processes are plain commands.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
+
+from homiebot import ros_logs
 
 
 # prctl(2) option: the signal a process gets when the thread that created it exits (Linux only).
@@ -90,12 +93,14 @@ class Supervisor:
         self._width = max((len(name) for name in names), default=0)
 
     def start(self) -> None:
-        """Start every process (each in its own process group so a terminal's Ctrl-C reaches us first)."""
+        """Start every process (each in its own process group so a terminal's Ctrl-C reaches us first), logging to
+        the pruned ROS log folder (homiebot.ros_logs)."""
+        log_environment = ros_logs.prepare(os.environ)
         for spec in self.specs:
             process = subprocess.Popen(
                 list(spec.argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
                 env={**{name: value for name, value in os.environ.items() if name not in spec.drop_env},
-                     "PYTHONUNBUFFERED": "1", **spec.env}, start_new_session=True,
+                     "PYTHONUNBUFFERED": "1", **log_environment, **spec.env}, start_new_session=True,
                 preexec_fn=die_with_parent,
             )
             self._processes[spec.name] = process

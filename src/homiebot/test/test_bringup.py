@@ -84,7 +84,7 @@ def test_launch_file_describes_the_same_stack(monkeypatch, location, setting):
     actions = description.args[0]
     settings = dict(action.args for action in actions if type(action).__name__ == "SetEnvironmentVariable")
     assert settings == bringup.stack_environment(None)
-    assert settings["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    assert settings["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
     declared, chosen, opaque = actions[len(settings):]
     assert declared.args == ("config",) and declared.kwargs["default_value"] == str(bringup.config_path())
     assert chosen.args == ("setting",) and chosen.kwargs["default_value"] == "background"
@@ -100,7 +100,7 @@ def test_launch_file_describes_the_same_stack(monkeypatch, location, setting):
             assert "env" not in node.kwargs  # the launch environment, key included
         else:
             assert "OPENAI_API_KEY" not in node.kwargs["env"] and node.kwargs["env"]["PATH"] == os.environ["PATH"]
-            assert node.kwargs["env"]["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+            assert node.kwargs["env"]["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
 
 
 @pytest.mark.parametrize("setting, items, expected", [
@@ -126,10 +126,19 @@ def test_an_unknown_setting_is_refused():
 
 
 def test_stack_processes_get_the_loopback_dds_profile_unless_one_is_chosen(monkeypatch):
-    monkeypatch.delenv(bringup.DDS_PROFILE_VARIABLE, raising=False)
-    profile = Path(bringup.stack_environment(7)[bringup.DDS_PROFILE_VARIABLE])
-    assert profile == bringup.dds_profile_path() and profile.is_file()
-    assert "<address>127.0.0.1</address>" in profile.read_text()
+    from emmoe_eval.dds_guard import discovery_problem, profile_problems
+
+    for unset in (None, ""):
+        if unset is None:
+            monkeypatch.delenv(bringup.DDS_PROFILE_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(bringup.DDS_PROFILE_VARIABLE, unset)
+        environment = bringup.stack_environment(7)
+        profile = Path(environment[bringup.DDS_PROFILE_VARIABLE])
+        assert profile == bringup.dds_profile_path() and profile.is_file()
+        assert environment["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
+        assert profile_problems(profile, {}) == []
+        assert discovery_problem({**environment, "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}) is None
     monkeypatch.setenv(bringup.DDS_PROFILE_VARIABLE, "/robot/lan_profile.xml")
     assert bringup.stack_environment(7)[bringup.DDS_PROFILE_VARIABLE] == "/robot/lan_profile.xml"
 

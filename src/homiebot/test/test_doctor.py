@@ -15,11 +15,19 @@ def test_python_check_requires_3_11():
     assert not failed.ok and failed.required and "3.12.1" in failed.detail and "3.11" in failed.fix
 
 
-def test_discovery_check_requires_localhost():
+def test_discovery_check_requires_dds_on_loopback():
+    from homiebot.bringup import dds_profile_path
+
     assert doctor.check_discovery_range({"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_DOMAIN_ID": "7"}).ok
-    for environ in ({}, {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}, {"ROS_LOCALHOST_ONLY": "1"}):
+    loopback = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT",
+                "FASTDDS_DEFAULT_PROFILES_FILE": str(dds_profile_path())}
+    assert doctor.check_discovery_range(loopback).ok
+    for environ in ({}, {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}, {"ROS_LOCALHOST_ONLY": "1"},
+                    {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT"},
+                    {**loopback, "RMW_IMPLEMENTATION": "rmw_zenoh_cpp"}):
         check = doctor.check_discovery_range(environ)
-        assert not check.ok and "ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST" in check.fix
+        assert not check.ok
+        assert "ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT and FASTDDS_DEFAULT_PROFILES_FILE=" in check.fix
 
 
 def test_distributions_check_fails_only_for_required_wheels(monkeypatch):
@@ -74,8 +82,9 @@ def test_doctor_on_this_machine_passes_every_required_check():
     assert {"python", "wheels", "discovery", "rmw", "overlay", "interfaces", "mujoco-gl", "small-lm"} <= names
 
 
-def test_doctor_fails_with_the_fix_when_discovery_is_not_localhost():
+def test_doctor_fails_with_the_fix_when_discovery_is_not_on_loopback():
     env_without_range = "unset ROS_AUTOMATIC_DISCOVERY_RANGE; homiebot doctor"
     result = subprocess.run(["bash", "-c", env_without_range], capture_output=True, text=True, timeout=180)
     assert result.returncode == 1
-    assert "[FAIL] discovery" in result.stdout and "fix: export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST" in result.stdout
+    assert "[FAIL] discovery" in result.stdout
+    assert "fix: set ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT and FASTDDS_DEFAULT_PROFILES_FILE=" in result.stdout

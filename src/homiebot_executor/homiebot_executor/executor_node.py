@@ -13,9 +13,11 @@ served by homiebot_executor.monitor_node; the request goes out before the execut
 both run at once), which also publishes a failed check on /emmoe/errors. When the monitor is unavailable (not
 discovered within monitor_wait_s; after that it is not waited for again until it reappears), gives no answer within
 check_timeout_s, or cannot check (INTERNAL_ERROR), the executor runs the same check core itself
-(homiebot_executor.monitor.ErrorMonitor), logs a warning, says "checked by the executor (<reason>)" in the result's
-error_msg, and publishes a failed check on /emmoe/errors itself. Execution errors (E1-E3) and faults are published
-on /emmoe/errors (emmoe_interfaces/ExecutionError, source "execution") by the executor.
+(homiebot_executor.monitor.ErrorMonitor), says "checked by the executor (<reason>)" in the result's error_msg, and
+publishes a failed check on /emmoe/errors itself. It logs a warning the first time for a reason (a missing monitor
+stays missing for many goals: one warning, not one per goal; the later goals are logged at debug level) and again
+after the monitor has answered in between. Execution errors (E1-E3) and faults are published on /emmoe/errors
+(emmoe_interfaces/ExecutionError, source "execution") by the executor.
 
 Parameters (ExecutorConfig's fields, emmoe_eval.ros_helpers.declare_config): check_order ("spec" | "release"),
 far_threshold, near_threshold, feedback_style, check_model (used by the fallback checks; give the monitor the same),
@@ -122,6 +124,7 @@ class ExecutorNode(Node):
         self._query: Any = self.create_client(QueryScene, QUERY_SERVICE, callback_group=self._group)
         self._monitor: Any = self.create_client(CheckSubtask, CHECK_SERVICE, callback_group=self._group)
         self._monitor_missing = False
+        self._fallback_reason = ""  # why the last goal was checked here ("" when the monitor checked it)
         self._skill_clients: dict[str, ActionClient] = {}
         self._errors = self.create_publisher(ExecutionError, ERRORS_TOPIC, 10)
         self._server = ActionServer(self, ExecuteSubtask, SUBTASK_ACTION, execute_callback=self._execute,
@@ -187,6 +190,9 @@ class ExecutorNode(Node):
                 elif response.error_code == messages.EXECUTE_CODES[FAULT]:
                     why = f"{CHECK_SERVICE} could not check: {response.error_msg}"
                 else:
+                    if self._fallback_reason:
+                        self.get_logger().info(f"{CHECK_SERVICE} checks the goals again")
+                        self._fallback_reason = ""
                     return messages.verdict_from_check(response)
             return self._check_locally(request, inventory, snapshot, why)
 
@@ -196,7 +202,12 @@ class ExecutorNode(Node):
                        reason: str) -> CheckVerdict:
         """The fallback: the same check core here; logged, noted in the result, a failure published."""
         note = f"checked by the executor ({reason})"
-        self.get_logger().warning(f"{subtask_text(request)}: {note}")
+        if reason != self._fallback_reason:  # goals run one at a time (_busy): no lock needed
+            self._fallback_reason = reason
+            self.get_logger().warning(f"{subtask_text(request)}: {note}; the next goals checked here for the same "
+                                      "reason are logged at debug level")
+        else:
+            self.get_logger().debug(f"{subtask_text(request)}: {note}")
         verdict = replace(self.core.monitor.verdict(request, snapshot, inventory), note=note)
         if not verdict.passed:
             self._publish_error(self.core.monitor.report(request, verdict.error_type, verdict.feedback,

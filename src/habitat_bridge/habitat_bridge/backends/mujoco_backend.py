@@ -2,7 +2,9 @@
 
 Headless rendering uses EGL, or OSMesa when EGL is unavailable (see gl_platform). A reset with the same spec as the
 loaded one reuses the compiled model; a different spec compiles a new model and rebinds the renderer to it (one GL
-context per backend for its whole life, so repeated resets do not leak GL resources).
+context per backend for its whole life, so repeated resets do not leak GL resources). Every reset then hands the C
+heap's free pages back to the operating system (native_memory): the previous scene's model and data, and the last
+episode's buffers, would otherwise stay resident in the malloc arenas of the threads that freed them.
 
 MuJoCo-specific extras for skills built on top (arm IK with mink, for instance): `model`, `data`, `joint_qpos_index`
 (and mujoco_index.GRIP_SITE, the grasp site's name); `observe_state` renders a copy of `data`. The settings are
@@ -39,6 +41,7 @@ from habitat_bridge.backends.mujoco_config import MujocoBackendConfig  # noqa: E
 from habitat_bridge.backends.mujoco_robot import (  # noqa: E402
     carry, hold_handle, let_go_handle, nearest_handle, nearest_object, planar_scan, release, render_views, run_physics,
     site_pose, weld)
+from habitat_bridge.backends.native_memory import release_free_memory  # noqa: E402
 from habitat_bridge.backends.rendering import MultiViewRenderer  # noqa: E402
 from habitat_bridge.official import OfficialEpisode  # noqa: E402
 from habitat_bridge.scene_spec import Articulation, Furniture, SceneSpec  # noqa: E402
@@ -123,6 +126,7 @@ class MujocoBackend(SimBackend):
         if spec != self._spec or self._model is None:
             self._build(spec)
         self._initialise()
+        release_free_memory()  # the old scene's model and data, the last episode's buffers (module docstring)
         return spec.name
 
     def _build(self, spec: SceneSpec) -> None:

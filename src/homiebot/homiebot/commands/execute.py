@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -66,15 +65,15 @@ def execute(args: argparse.Namespace) -> int:
     Raises:
         ExecuteError: a bad subtask or scene, or a stack that did not come up.
     """
-    if os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") != "LOCALHOST":
-        raise ExecuteError("ROS_AUTOMATIC_DISCOVERY_RANGE must be LOCALHOST (source env.sh)")
+    from homiebot.bringup import require_loopback_stack, stack_environment
+
+    require_loopback_stack(ExecuteError)
     try:
         parsed = [parse_subtask(text) for text in args.subtasks]
     except ValueError as error:
         raise ExecuteError(str(error)) from None
     from habitat_bridge import tools
     from habitat_bridge.scene_spec import save_scene_spec
-    from homiebot.bringup import stack_environment
     from homiebot.supervisor import ProcessSpec, Supervisor
 
     scene_file = benchmark_scene(args.data, args.task) if args.task is not None and not args.scene else None

@@ -45,7 +45,8 @@ def node_overrides(args: argparse.Namespace) -> dict[str, dict[str, object]]:
 
 def run(args: argparse.Namespace) -> int:
     """Start every node; exit 0 after Ctrl-C, 1 when a node dies on its own."""
-    from homiebot.bringup import config_path, stack_environment, stack_process_specs, with_checkout_data
+    from homiebot.bringup import config_path, require_loopback_stack, stack_environment, stack_process_specs, \
+        with_checkout_data
     from homiebot.cli import UsageError
     from homiebot.setting import describe
     from homiebot.supervisor import Supervisor
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
             overrides = with_checkout_data(overrides)
         except ValueError as error:
             raise UsageError(str(error)) from error
+    require_loopback_stack(UsageError)  # the nodes start with stack_environment (DDS on loopback), if allowed
     environment = stack_environment(args.domain_id)
     specs = stack_process_specs(params_file, overrides, environment)
     supervisor = Supervisor(specs)
