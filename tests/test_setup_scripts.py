@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import fix_ros_wheel_cmake  # noqa: E402
+import uv_sources  # noqa: E402
 import write_env_sh  # noqa: E402
 
 FOREIGN_EXPORT = textwrap.dedent("""\
@@ -36,6 +37,19 @@ def test_existing_include_paths_are_left_alone(tmp_path):
     existing.mkdir(parents=True)
     text = f'INTERFACE_INCLUDE_DIRECTORIES "{existing}"'
     assert fix_ros_wheel_cmake.rewrite(text, "/elsewhere", "/elsewhere") == text
+
+
+def test_uv_gets_every_source_pip_is_configured_with():
+    """Extra indexes and wheel folders from every file and the environment, once each; the environment's index wins
+    over the files'; TORCH_INDEX_URL comes on top."""
+    settings = [(":env:", "find-links", "/opt/wheels"), (":env:", "index-url", "https://mirror/simple"),
+                ("global", "index-url", "https://files/simple"), ("global", "cert", "/etc/ssl/ca.crt"),
+                ("user", "find-links", "/opt/wheels"),
+                ("user", "extra-index-url", "file:///opt/pypi/simple file:///opt/pypi-more/simple")]
+    assert uv_sources.uv_options(settings, "https://torch/cpu") == [
+        "--find-links", "/opt/wheels", "--extra-index-url", "file:///opt/pypi/simple",
+        "--extra-index-url", "file:///opt/pypi-more/simple", "--extra-index-url", "https://torch/cpu", "--index-url", "https://mirror/simple"]
+    assert uv_sources.uv_options([], None) == []
 
 
 def test_the_venv_exports_name_no_missing_include_dirs():
