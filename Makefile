@@ -16,9 +16,11 @@ run: setup
 	@$(ENV) homiebot doctor > /dev/null || homiebot doctor
 	@$(ENV) homiebot run $(RUN_ARGS)
 
-# The default test suite (excludes tests marked slow or gpu).
+# The default test suite (excludes tests marked slow or gpu), on every core (pytest-xdist; each ROS test leases its own
+# ROS_DOMAIN_ID). PARALLEL="-n 0" runs it in one process.
+PARALLEL ?= -n auto --dist worksteal
 test: setup
-	@$(ENV) $(PYTEST) $(PYTEST_ARGS); bash scripts/pytest_status.sh $$?
+	@$(ENV) $(PYTEST) $(PARALLEL) $(PYTEST_ARGS); bash scripts/pytest_status.sh $$?
 
 # Only the slow tests (real models, long simulations).
 test-slow: setup

@@ -28,13 +28,14 @@ from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.subscription import MessageInfo
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
 from emmoe_interfaces.msg import RunScore, StepRecord
+from emmoe_eval.benchmark_qos import scores_qos, steps_qos
 from emmoe_eval.ros_helpers import declare_config, spin_node
 from emmoe_eval.topics import SCORES_TOPIC, STEPS_TOPIC
 from emmoe_eval.recorder import Evaluator, EvaluatorConfig
@@ -61,11 +62,8 @@ class EvaluatorNode(Node):
         # multi-threaded executor run consecutive messages concurrently), and finish_runs must not interleave with
         # them. The lock guards the core against close() from the main thread.
         group = MutuallyExclusiveCallbackGroup()
-        steps_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        scores_qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE,
-                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._scores = self.create_publisher(RunScore, SCORES_TOPIC, scores_qos)
-        self._steps = self.create_subscription(StepRecord, STEPS_TOPIC, self._on_step, steps_qos, raw=True,
+        self._scores = self.create_publisher(RunScore, SCORES_TOPIC, scores_qos())
+        self._steps = self.create_subscription(StepRecord, STEPS_TOPIC, self._on_step, steps_qos(), raw=True,
                                                callback_group=group)
         self._finish_service = self.create_service(Trigger, "~/finish_runs", self._on_finish_runs,
                                                    callback_group=group)

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from emmoe_eval.benchmark_qos import scores_qos, steps_qos
 from emmoe_eval.ros_helpers import WaitStatus, spin_until
 
 from emmoe_eval.cli import main
@@ -37,7 +38,6 @@ def to_message(step, episode_id: str, run_index: int, instruction: str, end_reas
 def test_node_records_scores_and_its_bag_scores_like_its_trajectories(
         handmade, tmp_path, kit, ros_process, ros_node_factory, ros_context, capsys):
     from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_srvs.srv import Trigger
 
     from emmoe_interfaces.msg import RunScore, StepRecord
@@ -46,12 +46,9 @@ def test_node_records_scores_and_its_bag_scores_like_its_trajectories(
     ros_process("-m", "emmoe_eval.evaluator_node", "--ros-args", "-p", f"out_dir:={out}",
                 "-p", f"data_dir:={handmade.data_dir}", ready="evaluator ready", timeout=60)
     node = ros_node_factory("evaluator_test_client")
-    publisher = node.create_publisher(StepRecord, "/emmoe/steps",
-                                      QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    publisher = node.create_publisher(StepRecord, "/emmoe/steps", steps_qos())
     scores: list[RunScore] = []
-    node.create_subscription(RunScore, "/emmoe/run_scores", scores.append,
-                             QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE,
-                                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    node.create_subscription(RunScore, "/emmoe/run_scores", scores.append, scores_qos())
     finish = node.create_client(Trigger, "/emmoe_evaluator/finish_runs")
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(node)

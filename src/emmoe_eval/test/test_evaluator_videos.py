@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from emmoe_eval.benchmark_qos import scores_qos, steps_qos
 from emmoe_eval.ros_helpers import WaitStatus, spin_until
 
 from emmoe_eval.topics import HEAD_VIDEO_TOPIC, THIRD_PERSON_VIDEO_TOPIC
@@ -35,8 +36,9 @@ def _record(step: int, action: str, target: str, end_reason: str = ""):
 
 def test_a_run_through_the_evaluator_writes_its_videos(tmp_path: Path, ros_process, ros_node_factory,
                                                        ros_context) -> None:
+    from rclpy.duration import Duration
     from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Image
 
     from emmoe_interfaces.msg import RunScore, StepRecord
@@ -45,15 +47,12 @@ def test_a_run_through_the_evaluator_writes_its_videos(tmp_path: Path, ros_proce
     ros_process("-m", "emmoe_eval.evaluator_node", "--ros-args", "-p", f"out_dir:={out}", "-p", "record_videos:=true",
                 "-p", "write_views:=false", ready="evaluator ready", timeout=60)
     node = ros_node_factory("evaluator_videos_test")
-    steps = node.create_publisher(StepRecord, "/emmoe/steps", QoSProfile(depth=100,
-                                                                         reliability=ReliabilityPolicy.RELIABLE))
+    steps = node.create_publisher(StepRecord, "/emmoe/steps", steps_qos())
     reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
     head = node.create_publisher(Image, HEAD_VIDEO_TOPIC, reliable)
     third = node.create_publisher(Image, THIRD_PERSON_VIDEO_TOPIC, reliable)
     scores: list[RunScore] = []
-    node.create_subscription(RunScore, "/emmoe/run_scores", scores.append,
-                             QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE,
-                                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    node.create_subscription(RunScore, "/emmoe/run_scores", scores.append, scores_qos())
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(node)
     assert spin_until(executor, lambda: min(publisher.get_subscription_count()
@@ -64,10 +63,11 @@ def test_a_run_through_the_evaluator_writes_its_videos(tmp_path: Path, ros_proce
         for _ in range(count):
             publisher.publish(_image(level))
             time.sleep(0.02)
-        # Let the evaluator take them before the step that closes them: a sample the transport dropped comes back
-        # with Fast DDS's next reliable heartbeat (3 s), and a frame received after the step that closes its subtask
-        # is not that subtask's (CI once saw subtask 2 keep one of its two frames after a 1.5 s wait).
-        spin_until(executor, lambda: False, 3.5)
+        # Let the evaluator take them before the step that closes them (a frame received after the step that closes
+        # its subtask is not that subtask's): wait until its reader has acknowledged every frame (one the transport
+        # dropped comes back with a later reliable heartbeat), then for its executor to hand them to the recorder.
+        assert publisher.wait_for_all_acked(Duration(seconds=15)), "the evaluator never acknowledged the frames"
+        spin_until(executor, lambda: False, 0.3)
 
     def publish_step(record) -> None:
         record.header.stamp = node.get_clock().now().to_msg()  # as the planner stamps its records

@@ -241,7 +241,7 @@ class Stack:
         import rclpy
         from emmoe_eval.action_client import ActionClient
         from rclpy.context import Context
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from emmoe_eval.benchmark_qos import scores_qos
 
         from emmoe_interfaces.action import RunTask
         from emmoe_interfaces.msg import RunScore
@@ -251,8 +251,7 @@ class Stack:
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.node = rclpy.create_node(f"homiebot_run_{os.getpid()}", context=self.context)
         self.client = ActionClient(self.node, RunTask, topics.RUN_TASK_ACTION)
-        scores_qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-        self.node.create_subscription(RunScore, topics.SCORES_TOPIC, self._on_score, scores_qos)
+        self.node.create_subscription(RunScore, topics.SCORES_TOPIC, self._on_score, scores_qos())
         deadline = time.monotonic() + timeout_s
         while not self.client.wait_for_server(timeout_sec=1.0):
             ended = self.supervisor.exited()

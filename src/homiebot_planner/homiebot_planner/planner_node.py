@@ -25,6 +25,7 @@ from typing import Any
 
 from emmoe_eval import topics
 from emmoe_eval.action_client import ActionClient
+from emmoe_eval.benchmark_qos import steps_qos
 from emmoe_eval.runs import Step
 from emmoe_eval.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
@@ -34,7 +35,6 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from homiebot_planner.backends import BackendError, EpisodeInfo, create_backend
 from homiebot_planner.conversions import observation_from_response, step_record
@@ -59,11 +59,6 @@ from homiebot_planner.settings import (
     resolve_in_context_example,
 )
 
-# How long the first StepRecord waits for a subscriber (the evaluator) to be matched: /emmoe/steps is volatile, so a
-# record published before discovery matched the evaluator (a run that gives up right after its goal) would be lost.
-STEP_SUBSCRIBER_WAIT_S = 10.0
-# Then how long it waits for the subscriber's side of the match (the writer can see the reader first).
-STEP_MATCH_GRACE_S = 0.5
 _EXECUTOR_FAULTS = (ExecuteSubtask.Result.CANCELED, ExecuteSubtask.Result.BUSY, ExecuteSubtask.Result.INTERNAL_ERROR)
 _FAULT_CODES = {FaultSource.SIMULATOR: RunTask.Result.SIMULATOR_ERROR, FaultSource.EXECUTOR: RunTask.Result.EXECUTOR_ERROR,
                 FaultSource.PLANNER: RunTask.Result.PLANNER_ERROR}
@@ -96,9 +91,7 @@ class PlannerNode(Node):
                                                        callback_group=self._group)
         self._reset_client: Any = self.create_client(ResetEpisode, topics.RESET_EPISODE_SERVICE, callback_group=self._group)
         self._subtask_client: Any = ActionClient(self, ExecuteSubtask, topics.SUBTASK_ACTION, callback_group=self._group)
-        self._steps = self.create_publisher(StepRecord, topics.STEPS_TOPIC,
-                                            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        self._steps_matched = False
+        self._steps = self.create_publisher(StepRecord, topics.STEPS_TOPIC, steps_qos())
         self._server = ActionServer(self, RunTask, topics.RUN_TASK_ACTION, execute_callback=self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                     cancel_callback=self._on_cancel, callback_group=self._group)
@@ -108,18 +101,7 @@ class PlannerNode(Node):
     # ---- action server callbacks -------------------------------------------------------------------------------
 
     def publish_step(self, record: StepRecord) -> None:
-        """Publish a StepRecord on /emmoe/steps; the node's first one waits for a subscriber (at most
-        STEP_SUBSCRIBER_WAIT_S, then STEP_MATCH_GRACE_S for the subscriber's side of the match): the topic is
-        volatile, and a run that ends right after its goal would otherwise
-        publish its only record before discovery matched the evaluator, which then never scores the run."""
-        if not self._steps_matched:
-            deadline = time.monotonic() + STEP_SUBSCRIBER_WAIT_S
-            while self._steps.get_subscription_count() == 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            # The writer may see the reader before the reader has matched the writer; a sample sent in between
-            # can be lost on a volatile topic.
-            time.sleep(STEP_MATCH_GRACE_S)
-            self._steps_matched = True
+        """Publish a StepRecord on /emmoe/steps (transient-local: an evaluator that matches late still gets it)."""
         self._steps.publish(record)
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
