@@ -12,15 +12,25 @@ The same rclpy adds a new client to its node's waitables before it creates the c
 the node in another thread may call `get_num_entities()` in that gap; the AttributeError then ends the executor's
 thread, and no goal of that node is ever answered again. That was seen in the test suite under load. Here the lock
 exists before the client is registered, and stays the one lock of the client.
+
+rclpy also forgets a goal's feedback callback as soon as its result arrives, and its wait-set cycle hands the client a
+result before a feedback message taken in the same cycle: the server's last feedback, sent just before its result,
+was dropped whenever both arrived together (seen in the suite on a loaded machine). Here a finished goal's callback
+is kept (the newest KEPT_FEEDBACK_CALLBACKS of them), so that feedback still reaches it, in order, before the caller
+sees the result.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 from rclpy.action import ActionClient as _RclpyActionClient
 from rclpy.task import Future
+
+# Finished goals whose feedback callbacks are kept for feedback that arrives with (or just after) the result.
+KEPT_FEEDBACK_CALLBACKS = 32
 
 
 class ActionClient(_RclpyActionClient):  # type: ignore[misc]
@@ -30,6 +40,7 @@ class ActionClient(_RclpyActionClient):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """As rclpy's (node, action type, action name, ...)."""
         self._lock = threading.Lock()
+        self._finished_goals: deque[bytes] = deque()
         super().__init__(*args, **kwargs)
 
     @property
@@ -40,6 +51,15 @@ class ActionClient(_RclpyActionClient):  # type: ignore[misc]
     def _lock(self, lock: threading.Lock) -> None:
         """The first lock set stays: rclpy's __init__ would replace it while an executor may be holding it."""
         self.__dict__.setdefault("_one_lock", lock)
+
+    def _remove_pending_result_request(self, future: Future) -> None:
+        """As rclpy's, but the goal's feedback callback stays until KEPT_FEEDBACK_CALLBACKS newer goals have ended."""
+        sequence_number = self._remove_pending_request(future, self._pending_result_requests)
+        goal_id = self._result_sequence_number_to_goal_id.pop(sequence_number, None)
+        if goal_id is not None and bytes(goal_id.uuid) in self._feedback_callbacks:
+            self._finished_goals.append(bytes(goal_id.uuid))
+            while len(self._finished_goals) > KEPT_FEEDBACK_CALLBACKS:
+                self._feedback_callbacks.pop(self._finished_goals.popleft(), None)
 
     def send_goal_async(self, goal: Any, feedback_callback: Any = None, goal_uuid: Any = None) -> Future:
         """Send a goal; the future completes with the ClientGoalHandle once the server has answered."""
