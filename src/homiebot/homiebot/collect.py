@@ -1,4 +1,5 @@
-"""`homiebot collect`: record the annotated expert trajectories through the real ROS 2 stack.
+"""`homiebot collect`: record the annotated expert trajectories through the real ROS 2 stack; with `--dagger`,
+the on-policy rows of a training round (`collect_dagger`, at the end).
 
 Every selected task (variants `<id>_v<n>` included) is run once on the stack of `homiebot run` with the expert
 planner replaying its info.txt block by block, designed failures included (expert source "replay"). The runs land
@@ -37,6 +38,7 @@ from emmoe_eval.dataset import (
 from emmoe_eval.runs import TRAJECTORY_FILE, Step, read_trajectory
 
 from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
+from homiebot.setting import DEFAULT_SETTING, check_setting
 
 if TYPE_CHECKING:
     from homiebot.ray_runner import RayOptions
@@ -198,3 +200,80 @@ def collect(config: CollectConfig, report: Callable[[str], None] = print,
             shutil.rmtree(config.out / task.split / task.task_id)
         differences.extend(found)
     return differences
+
+
+@dataclass(frozen=True)
+class DaggerCollectConfig:
+    """What `homiebot collect --dagger` does: run the student with the re-planning expert beside it.
+
+    Attributes:
+        tasks: "train" or comma-separated train task ids (variants `<id>_v<n>` included with "train").
+        data_dir: the data folder holding the tasks.
+        out: the round's folder: `rows/` (the training rows) and `runs/` (the raw runs, for resuming).
+        model: the student's adapter folder (HomieBot-135M's shipped one when "").
+        beta: probability that a step executes the oracle's answer instead of the student's.
+        seed: seed of those draws.
+        exclude: task ids kept out (the validation tasks, with their variants).
+        jobs: parallel stacks.
+        setting, conditions: as for `homiebot run`.
+        overrides: extra `NODE.PARAM=VALUE` parameters for the stack.
+        ray: run on a Ray cluster instead of `jobs` local stacks.
+    """
+
+    out: Path
+    tasks: str = "train"
+    data_dir: Path = Path("data")
+    model: str = ""
+    beta: float = 0.0
+    seed: int = 0
+    exclude: tuple[str, ...] = ()
+    jobs: int = 1
+    setting: str = DEFAULT_SETTING
+    conditions: str = DEFAULT_CONDITIONS
+    overrides: tuple[str, ...] = ()
+    ray: RayOptions | None = None
+
+    def __post_init__(self) -> None:
+        check_conditions(self.conditions)
+        check_setting(self.setting)
+        if not 0.0 <= self.beta <= 1.0:
+            raise ValueError(f"--beta must be in [0, 1], got {self.beta}")
+        if self.jobs < 1:
+            raise ValueError(f"--jobs must be at least 1, got {self.jobs}")
+
+    @property
+    def rows_dir(self) -> Path:
+        """Where the planner nodes write the rows."""
+        return self.out / "rows"
+
+
+def collect_dagger(config: DaggerCollectConfig, report: Callable[[str], None] = print,
+                   on_progress: Callable[[Any, str], None] | None = None) -> list[str]:
+    """Run the student on the selected train tasks with the oracle answering every step; returns the task ids run.
+
+    Resumable: the runner skips runs that have a score. The rows land in `config.rows_dir`.
+
+    Raises:
+        CollectError: for a selection with a test task, an empty selection, or a stack failure.
+    """
+    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark
+
+    selection = CollectConfig(tasks=config.tasks, data_dir=config.data_dir, out=config.out / "unused")
+    tasks = selected_tasks(selection)
+    test = sorted(task_id for task_id, task in tasks.items() if task.split != "train")
+    if test:
+        raise CollectError(f"on-policy data comes from train tasks only; {', '.join(test)} belong to the test split")
+    held = set(config.exclude)
+    chosen = [task_id for task_id in tasks if task_id.split("_v")[0] not in held]
+    if not chosen:
+        raise CollectError(f"--exclude {','.join(config.exclude)} leaves no task to collect")
+    overrides = (f"planner.dagger_rows_dir={config.rows_dir.resolve()}", f"planner.dagger_beta={config.beta}",
+                 f"planner.dagger_seed={config.seed}", *config.overrides)
+    runner = RunnerConfig(tasks=",".join(chosen), out=config.out / "runs", runs=1, planner="homiebot",
+                          model=config.model, data_dir=config.data_dir, jobs=config.jobs, overrides=overrides,
+                          record_videos=False, setting=config.setting, conditions=config.conditions, ray=config.ray)
+    try:
+        run_benchmark(runner, report=report, on_progress=on_progress)
+    except RunnerError as error:
+        raise CollectError(str(error)) from error
+    return chosen

@@ -37,7 +37,7 @@ from homiebot.supervisor import Supervisor
 if TYPE_CHECKING:
     from homiebot.ray_runner import RayOptions
 
-PLANNERS = ("homiebot", "smollm2", "mock", "expert", "openai", "hf", "random")
+PLANNERS = ("homiebot", "smollm2", "mock", "expert", "openai", "hf", "random", "oracle")
 EVALUATOR_NODE = topics.EVALUATOR_NODE
 GOAL_REQUEST_TRIES = 3
 GOAL_REQUEST_WAIT_S = 10.0

@@ -106,3 +106,24 @@ def test_the_replay_expert_answers_every_block_in_order_failures_included():
         assert (str(node.subtask), node.analysis) == (str(block.subtask), block.analysis)
         executed.append(ExecutedStep(node.subtask, block.succeeded, block.feedback))
     assert str(expert.next_node(executed).subtask) == "[End]"
+
+
+def test_on_policy_collection_runs_the_student_on_train_tasks_with_the_oracle(tmp_path, monkeypatch):
+    """`collect --dagger` hands the runner the student, the rows folder, beta and the selection without the held-out
+    tasks; a test task is refused before anything runs."""
+    import homiebot.runner as runner
+    from homiebot.collect import DaggerCollectConfig, collect_dagger
+
+    seen = []
+    monkeypatch.setattr(runner, "run_benchmark", lambda config, **_: seen.append(config))
+    config = DaggerCollectConfig(out=tmp_path, tasks="1,2,3", data_dir=ROOT / "data", beta=0.25, seed=4,
+                                 exclude=("2",), conditions="paper", model="adapter")
+    assert collect_dagger(config, report=lambda _: None) == ["1", "3"]
+    (run,) = seen
+    assert (run.tasks, run.planner, run.model, run.runs, run.conditions) == ("1,3", "homiebot", "adapter", 1, "paper")
+    assert f"planner.dagger_rows_dir={(tmp_path / 'rows').resolve()}" in run.overrides
+    assert {"planner.dagger_beta=0.25", "planner.dagger_seed=4"} <= set(run.overrides)
+    with pytest.raises(CollectError, match="test split"):
+        collect_dagger(DaggerCollectConfig(out=tmp_path, tasks="1,91", data_dir=ROOT / "data"))
+    with pytest.raises(ValueError, match="beta"):
+        DaggerCollectConfig(out=tmp_path, beta=2.0)

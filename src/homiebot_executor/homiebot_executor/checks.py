@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from emmoe_eval.protocol import ACTIONS, FEEDBACK_STYLES, MODELS, SubtaskText, feedback_for
 from emmoe_eval.robot.scene import SceneSnapshot
 
-from homiebot_executor.naming import NameResolver, ResolvedTarget
+from emmoe_eval.robot.naming import NameResolver, ResolvedTarget
 
 SPEC_ORDER: tuple[str, ...] = ("F1", "F2", "L1", "L2", "L3", "L4", "D1", "D2")
 RELEASE_ORDER: tuple[str, ...] = ("F1", "L1", "L2", "L3", "L4", "F2", "D1", "D2")

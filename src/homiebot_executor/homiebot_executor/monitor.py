@@ -19,7 +19,7 @@ from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, echoed
 from emmoe_eval.robot.scene import SceneSnapshot
 
 from homiebot_executor.checks import CheckConfig, CheckOutcome, check_subtask, held_names
-from homiebot_executor.naming import NameResolver
+from emmoe_eval.robot.naming import NameResolver
 from homiebot_executor.skills import SKILL_OF_ACTION
 
 INCIDENT_KINDS: tuple[str, ...] = ("drop", "contact", "timeout")

@@ -1,11 +1,11 @@
-"""Name resolution details (homiebot_executor.naming)."""
+"""Name resolution details (emmoe_eval.robot.naming; here for the executor's kitchen fixture)."""
 
 from __future__ import annotations
 
 from emmoe_eval.robot.scene import SceneSnapshot
 from emmoe_eval.robot.state import InstanceState, Pose
 
-from homiebot_executor.naming import NameResolver
+from emmoe_eval.robot.naming import NameResolver
 
 
 def test_rooms_come_after_furniture_with_the_same_name():

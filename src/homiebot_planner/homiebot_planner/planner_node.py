@@ -26,17 +26,20 @@ from typing import Any
 from emmoe_eval import topics
 from emmoe_eval.action_client import ActionClient
 from emmoe_eval.benchmark_qos import steps_qos
+from emmoe_eval.robot.messages import snapshot_from_query
+from emmoe_eval.robot.scene import SceneSnapshot
 from emmoe_eval.runs import Step
 from emmoe_eval.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
 from emmoe_interfaces.msg import StepRecord, Subtask
-from emmoe_interfaces.srv import GetObservation, ResetEpisode
+from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from homiebot_planner.backends import BackendError, EpisodeInfo, create_backend
+from homiebot_planner.backends import BackendError, EpisodeInfo, OracleBackend, create_backend
+from homiebot_planner.backends.dagger import DaggerBackend
 from homiebot_planner.conversions import observation_from_response, step_record
 from homiebot_planner.episode import EpisodeSpec, InvalidTaskError, resolve_episode, scored_step
 from homiebot_planner.memory import write_conversation_json
@@ -81,6 +84,8 @@ class PlannerNode(Node):
         # Dynamically typed parameters take several types: `-p in_context_example:=true` arrives as a bool.
         self.settings = build_settings(declare_parameters(self, PARAMETER_DEFAULTS, DYNAMIC_TYPED_PARAMETERS))
         self.backend = create_backend(self.settings.backend)
+        if self.settings.dagger is not None:
+            self.backend = DaggerBackend(self.backend, OracleBackend(self.settings.oracle), self.settings.dagger)
         self.planner_config = self.settings.planner
         self.in_context_example = resolve_in_context_example(self.settings.in_context_example,
                                                              self.backend.default_in_context_example)
@@ -90,6 +95,8 @@ class PlannerNode(Node):
         self._observe_client: Any = self.create_client(GetObservation, topics.GET_OBSERVATION_SERVICE,
                                                        callback_group=self._group)
         self._reset_client: Any = self.create_client(ResetEpisode, topics.RESET_EPISODE_SERVICE, callback_group=self._group)
+        self._scene_client: Any = (self.create_client(QueryScene, topics.QUERY_SCENE_SERVICE, callback_group=self._group)
+                                   if self.backend.needs_scene else None)
         self._subtask_client: Any = ActionClient(self, ExecuteSubtask, topics.SUBTASK_ACTION, callback_group=self._group)
         self._steps = self.create_publisher(StepRecord, topics.STEPS_TOPIC, steps_qos())
         self._server = ActionServer(self, RunTask, topics.RUN_TASK_ACTION, execute_callback=self._execute,
@@ -145,6 +152,8 @@ class PlannerNode(Node):
                                                                   in_context_example=self.in_context_example))
         self.get_logger().info(f"run {spec.episode_id}/{run_index}: {spec.instruction!r} (max {max_steps} steps)")
         io = _StackIO(self, spec, run_index, planner, goal_handle, cancel)
+        if self.backend.needs_scene:
+            self.backend.attach_scene(io.query_scene)
         try:
             self.backend.start_episode(EpisodeInfo(episode_id=spec.episode_id, instruction=spec.instruction,
                                                    task_id=spec.task_id, task_dir=spec.task_dir))
@@ -242,6 +251,12 @@ class _StackIO:
         except ValueError as error:
             raise EpisodeFault(FaultSource.SIMULATOR, f"get_observation: {error}") from None
         return Observed(observation, [response.front, response.left, response.back, response.right])
+
+    def query_scene(self) -> SceneSnapshot:
+        """The privileged scene from /sim/query_scene (for a backend that reads it: the re-planning expert)."""
+        response = self._call(self.node._scene_client, QueryScene.Request(), self.settings.observation_timeout_s,
+                              "query_scene")
+        return snapshot_from_query(response)
 
     def execute(self, decision: Decision, inventory: Sequence[str]) -> Execution:
         """Send the subtask to /subtask and wait for its result."""

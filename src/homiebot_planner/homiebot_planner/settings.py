@@ -26,9 +26,11 @@ from homiebot_planner.backends import (
     HFConfig,
     MockConfig,
     OpenAIConfig,
+    OracleConfig,
     RandomConfig,
     SmolLM2Config,
 )
+from homiebot_planner.backends.dagger import DaggerConfig
 from homiebot_planner.backends.smollm2 import default_adapter_dir
 from homiebot_planner.planner import PlannerConfig
 
@@ -95,6 +97,13 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     # "keypath" follows keypath.json, "replay" every info.txt block, failures included (homiebot collect), "plan".
     "expert_source": "info",
     "expert_plan": [""],
+    # oracle (the re-planning expert, training and evaluation only): targets farther than this are walked up to.
+    "oracle_reach_m": 2.0,
+    # On-policy collection: with a rows folder, the backend above is the student and the oracle answers every step
+    # too (its answer executed with probability dagger_beta); rows land in <dagger_rows_dir>/<episode>__<run>.jsonl.
+    "dagger_rows_dir": "",
+    "dagger_beta": 0.0,
+    "dagger_seed": 0,
     # openai
     "openai_model": "gpt-4o",
     "openai_base_url": "https://api.openai.com/v1",
@@ -166,6 +175,8 @@ class Settings:
     planner: PlannerConfig
     backend: BackendConfig
     in_context_example: str
+    dagger: DaggerConfig | None = None
+    oracle: OracleConfig = OracleConfig()
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -209,6 +220,8 @@ def backend_config(values: Mapping[str, Any]) -> BackendConfig:
                         observation_mode=values["hf_observation_mode"],
                         trust_remote_code=bool(values["hf_trust_remote_code"]),
                         prefix_cache=bool(values["prefix_cache"]))
+    if kind == "oracle":
+        return oracle_config(values)
     if kind == "random":
         return RandomConfig(seed=int(values["random_seed"]), end_probability=float(values["random_end_probability"]))
     if kind in ("smollm2", "homiebot"):
@@ -218,6 +231,11 @@ def backend_config(values: Mapping[str, Any]) -> BackendConfig:
                              num_threads=int(values["num_threads"]), prefix_cache=bool(values["prefix_cache"]),
                              adapter_dir=adapter)
     raise ValueError(f"backend must be one of {', '.join(BACKEND_KINDS)}, not {kind!r}")
+
+
+def oracle_config(values: Mapping[str, Any]) -> OracleConfig:
+    """The re-planning expert's config (the backend `oracle`, and the teacher of on-policy collection)."""
+    return OracleConfig(data_dir=values["data_dir"], reach_m=float(values["oracle_reach_m"]))
 
 
 def sampling_settings(values: Mapping[str, Any]) -> tuple[str, float | None, int]:
@@ -281,8 +299,11 @@ def build_settings(values: Mapping[str, Any]) -> Settings:
         target_names=(TARGET_NAMES_DEFAULTS.get(merged["backend"], "visible") if merged["target_names"] == AUTO
                       else str(merged["target_names"])),
     )
+    dagger = (DaggerConfig(rows_dir=str(merged["dagger_rows_dir"]), beta=float(merged["dagger_beta"]),
+                           seed=int(merged["dagger_seed"])) if merged["dagger_rows_dir"] else None)
     return Settings(node=node, planner=planner, backend=backend_config(merged),
-                    in_context_example=_tri_state("in_context_example", merged["in_context_example"]))
+                    in_context_example=_tri_state("in_context_example", merged["in_context_example"]),
+                    dagger=dagger, oracle=oracle_config(merged))
 
 
 def resolve_in_context_example(setting: str, backend_default: bool) -> bool:

@@ -47,6 +47,8 @@ class World:
     cancelled_goals: int = 0
     records: list[Any] = field(default_factory=list)
     inventory: list[str] = field(default_factory=list)
+    # Privileged scenes served by /sim/query_scene, one per query (the last one repeats).
+    scenes: list[Any] = field(default_factory=list)
 
 
 class Graph:
@@ -55,8 +57,9 @@ class Graph:
     def __init__(self, context: Any, make_node: Callable[..., Any]) -> None:
         from emmoe_interfaces.action import ExecuteSubtask, RunTask
         from emmoe_interfaces.msg import StepRecord, VisibleObjects
-        from emmoe_interfaces.srv import GetObservation, ResetEpisode
+        from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
         from emmoe_eval.action_client import ActionClient
+        from emmoe_eval.robot.messages import snapshot_to_query
         from rclpy.action import ActionServer, CancelResponse
         from rclpy.callback_groups import ReentrantCallbackGroup
         from rclpy.executors import MultiThreadedExecutor
@@ -106,7 +109,12 @@ class Graph:
             goal_handle.succeed()
             return result
 
+        def query(request: Any, response: Any) -> Any:
+            scene = world.scenes.pop(0) if len(world.scenes) > 1 else world.scenes[0]
+            return snapshot_to_query(scene, response)
+
         servers.create_service(GetObservation, "/sim/get_observation", observe, callback_group=group)
+        servers.create_service(QueryScene, "/sim/query_scene", query, callback_group=group)
         servers.create_service(ResetEpisode, "/sim/reset_episode", reset, callback_group=group)
         self._executor_server = ActionServer(servers, ExecuteSubtask, "/subtask", execute_callback=execute,
                                              cancel_callback=lambda _goal: CancelResponse.ACCEPT,
@@ -229,6 +237,44 @@ def test_expert_run_with_reset_and_task_progress(graph: Graph, tmp_path: Path) -
     assert graph.world.records[0].planner == "expert:keypath"
 
 
+def test_on_policy_run_with_the_oracle_reading_the_scene(graph: Graph, tmp_path: Path) -> None:
+    """backend mock (the student) with dagger_beta 1: every step executes the oracle's answer, read from
+    /sim/query_scene; the rows hold the student's prompts and the oracle's answers."""
+    from emmoe_eval.robot.scene import SceneSnapshot
+    from emmoe_eval.robot.state import ContainerState, InstanceState, Pose
+
+    task = tmp_path / "data" / "train" / "12"
+    task.mkdir(parents=True)
+    plan = ["[Go to, fridge]", "[Open, fridge]", "[End]"]
+    (task / "info.txt").write_text("Task: open the fridge\n\n" + "\n".join(
+        f"Subtask{index}: {node} (None)\nAnalysis: a.\nFeedback: None\nInventory: None\n"
+        for index, node in enumerate(plan, start=1)), encoding="utf-8")
+    (task / "keypath.json").write_text(json.dumps([plan]), encoding="utf-8")
+
+    def scene(held: str) -> SceneSnapshot:
+        objects = (InstanceState("bowl_0", "024_bowl", "object", Pose((0.0, 0.0, 1.0)), (0.1, 0.1, 0.1)),
+                   InstanceState("fridge_0", "fridge", "container", Pose((1.0, 0.0, 0.9)), (1, 1, 2), distance=1.0),
+                   InstanceState("sofa_0", "frl_apartment_sofa", "furniture", Pose((0.0, 1.5, 0.4)), (2, 1, 1),
+                                 distance=1.5))
+        door = ContainerState("fridge_0_door", "fridge", "door", "fridge_0", "hinge", 0.0, 0.0, 2.0, 0.8, distance=1.0)
+        return SceneSnapshot((0.0, 0.0), 0.0, held, 0.0, objects, (door,))
+
+    graph.world.scenes = [scene("bowl_0"), scene("bowl_0"), scene(""), scene("")]
+    graph.world.inventory = ["bowl"]
+    graph.start_planner(backend="mock", mock_outputs=[GO], mock_observation_mode="text", data_dir=str(tmp_path),
+                        reset_simulator=False, dagger_rows_dir=str(tmp_path / "rows"), dagger_beta=1.0)
+    result = graph.run(task_id="12")
+    assert (result.success, result.end_reason, result.steps) == (True, "end", 4)
+    sent = [(goal.subtask.action, goal.subtask.target, goal.subtask.place) for goal in graph.world.goals]
+    assert sent == [("Go to", "fridge", ""), ("Put", "bowl", "sofa"), ("Open", "fridge", "")]
+    (rows,) = (tmp_path / "rows").glob("12__*.jsonl")
+    lines = [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()]
+    assert [line["answer"].splitlines()[0] for line in lines] == [
+        "Subtask: [Go to, fridge]", "Subtask: [Put, bowl, sofa]", "Subtask: [Open, fridge]", "Subtask: [End]"]
+    assert lines[0]["messages"][-1]["content"].startswith("Visible objects:")
+    assert all(line["executed_by"] == "oracle" and line["student_answer"] == GO for line in lines)
+
+
 def test_openai_stub_run(graph: Graph, openai_stub: Any) -> None:
     openai_stub.answers = [GO, END]
     graph.start_planner(backend="openai", openai_base_url=openai_stub.url, openai_model="stub-model")
@@ -314,7 +360,7 @@ def test_bad_parameter_exits_with_a_clear_message(ros_process: Callable[..., Any
     process = ros_process("-m", "homiebot_planner.planner_node", "--ros-args", "-p", "backend:=llama")
     assert process.process.wait(timeout=60) == 2
     process.stop()
-    assert "planner_node: error: backend must be one of mock, expert, openai, hf, smollm2, homiebot, random, not 'llama'" in process.output()
+    assert "planner_node: error: backend must be one of mock, expert, openai, hf, smollm2, homiebot, random, oracle, not 'llama'" in process.output()
     assert "Traceback" not in process.output()
 
 

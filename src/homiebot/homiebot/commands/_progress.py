@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -50,3 +50,19 @@ def progress_bar(console: Any, label: str) -> Iterator[Callable[[Any, str], None
             print_untrusted(console, summary)
 
         yield on_progress
+
+
+T = TypeVar("T")
+
+
+def with_progress(console: Any, label: str, work: Callable[[Callable[[str], None], Callable[[Any, str], None]], T],
+                  errors: tuple[type[Exception], ...]) -> T:
+    """Run `work(report, on_progress)` under a progress bar of `label`, its lines printed as untrusted text; the
+    `errors` become one-line usage errors (exit 2)."""
+    from homiebot.cli import UsageError
+
+    with progress_bar(console, label) as on_progress:
+        try:
+            return work(lambda line: print_untrusted(console, line), on_progress)
+        except errors as error:
+            raise UsageError(str(error)) from error

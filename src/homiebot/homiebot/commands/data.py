@@ -1,4 +1,4 @@
-"""`homiebot data build|paraphrase`: planner training data from EMMOE trajectories.
+"""`homiebot data build|paraphrase|dagger`: planner training data from EMMOE trajectories.
 
 The logic lives in homiebot_planner.training (build, paraphrase); this module only parses arguments.
 """
@@ -39,6 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--no-hf", dest="hf_datasets", action="store_false",
                        help="skip the Hugging Face datasets (write only the JSON files)")
 
+    dagger = actions.add_parser("dagger", help="aggregate on-policy rows (`homiebot collect --dagger`) of every "
+                                               "round with SFT datasets into one training dataset",
+                                description="One Hugging Face SFT dataset from the on-policy rows of every round (the "
+                                            "student's prompts with the re-planning expert's answers) and the "
+                                            "given SFT datasets; `homiebot train --data` takes it.")
+    dagger.add_argument("--rows", required=True, type=Path, nargs="+", help="row folders (<round>/rows), one per round")
+    dagger.add_argument("--sft", type=Path, nargs="*", default=[], help="SFT datasets to add (hf/sft_train)")
+    dagger.add_argument("--out", required=True, type=Path, help="dataset folder to write")
+
     paraphrase = actions.add_parser("paraphrase", help="rewrite task texts and analyses through an "
                                                        "OpenAI-compatible server (cached)",
                                     description="Rewrite every task instruction and analysis N times, object names "
@@ -68,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.data_action == "build":
             return _build(args)
+        if args.data_action == "dagger":
+            return _dagger(args)
         return _paraphrase(args)
     except (ValueError, TrajectoryError, ParaphraseError) as error:
         raise UsageError(str(error)) from error
@@ -84,6 +95,15 @@ def _build(args: argparse.Namespace) -> int:
         print(line)
     print(f"wrote {args.out / f'sft_{args.split}.json'}, {args.out / f'dpo_{args.split}.json'}"
           + (f" and {args.out / 'hf'}/" if args.hf_datasets else ""))
+    return 0
+
+
+def _dagger(args: argparse.Namespace) -> int:
+    from homiebot_planner.training.dagger_rows import write_aggregate
+
+    written, counts = write_aggregate(args.rows, args.sft, args.out)
+    print(counts.summary())
+    print(f"wrote {written} rows ({written - counts.rows} from SFT datasets) to {args.out}")
     return 0
 
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from homiebot.cli import UsageError
-    from homiebot.commands._progress import print_untrusted, progress_bar
+    from homiebot.commands._progress import print_untrusted, with_progress
     from homiebot.commands._ray import ray_options
     from homiebot.conditions import scoring_arguments
     from homiebot.run_folders import without_result
@@ -68,12 +68,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from error
     console = Console(stderr=True)
-    with progress_bar(console, "runs") as on_progress:
-        try:
-            progress = run_benchmark(config, report=lambda line: print_untrusted(console, line),
-                                     on_progress=on_progress, echo_nodes=args.show_nodes)
-        except (RunnerError, SettingMismatch) as error:
-            raise UsageError(str(error)) from error
+    progress = with_progress(console, "runs", lambda report, on_progress: run_benchmark(
+        config, report=report, on_progress=on_progress, echo_nodes=args.show_nodes), (RunnerError, SettingMismatch))
     for problem in progress.failed:
         print_untrusted(console, problem, "[yellow]warning[/yellow]: ")
     task_ids = select_tasks(args.data, args.tasks)

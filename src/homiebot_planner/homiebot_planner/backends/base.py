@@ -10,10 +10,12 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+from emmoe_eval.robot.scene import SceneSnapshot
 
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.prompts import ObservationMode
@@ -121,6 +123,11 @@ class PlannerBackend(ABC):
     observation_mode: ObservationMode = "images"
     default_in_context_example: bool = False
     object_locations: bool | None = None
+    # Whether the backend reads the true scene (the re-planning expert): the planner node then attaches a source.
+    needs_scene: bool = False
+
+    def attach_scene(self, source: Callable[[], SceneSnapshot]) -> None:
+        """Read the privileged scene through `source` (only backends with `needs_scene`; default: ignored)."""
 
     def start_episode(self, episode: EpisodeInfo) -> None:
         """Called before the first step of every episode (default: nothing to do).

@@ -140,14 +140,9 @@ class ExpertBackend(PlannerBackend):
         Raises:
             BackendError: when no plan was loaded (start_episode not called).
         """
-        if not self._plans:
-            raise BackendError("expert: no plan loaded; start_episode must be called first")
+        node = self.planned_node(executed)
         if self.config.source == "replay":
-            return self._plans[0][min(len(executed), len(self._plans[0]) - 1)]
-        matched = [matched_nodes(plan, executed, self._names) for plan in self._plans]
-        best = max(range(len(self._plans)), key=lambda index: (matched[index] / len(self._plans[index]), -index))
-        plan = self._plans[best]
-        node = plan[min(matched[best], len(plan) - 1)]
+            return node
         if node.subtask.action == "Put":
             repair = self._refetch(node, executed, held)
             if repair is not None:
@@ -157,6 +152,26 @@ class ExpertBackend(PlannerBackend):
                 and _same_subtask(last.subtask, node.subtask, self._table)):
             return self._go_to(node.subtask.place or node.subtask.target, "it was too far away")
         return node
+
+    def planned_node(self, executed: Sequence[ExecutedStep]) -> PlanNode:
+        """The first node not yet done of the plan with the most progress (source "replay": block n for step n).
+
+        Raises:
+            BackendError: when no plan was loaded (start_episode not called).
+        """
+        if not self._plans:
+            raise BackendError("expert: no plan loaded; start_episode must be called first")
+        if self.config.source == "replay":
+            return self._plans[0][min(len(executed), len(self._plans[0]) - 1)]
+        matched = [matched_nodes(plan, executed, self._names) for plan in self._plans]
+        best = max(range(len(self._plans)), key=lambda index: (matched[index] / len(self._plans[index]), -index))
+        plan = self._plans[best]
+        return plan[min(matched[best], len(plan) - 1)]
+
+    @property
+    def plans(self) -> tuple[tuple[PlanNode, ...], ...]:
+        """The loaded plans (empty before start_episode)."""
+        return self._plans
 
     def _refetch(self, put: PlanNode, executed: Sequence[ExecutedStep], held: Sequence[str]) -> PlanNode | None:
         """While the object of a Put is not held (or was dropped by the last failed Put, E2): the next of
