@@ -12,7 +12,7 @@ from homiebot_planner.backends.dagger import DaggerBackend, DaggerConfig
 from homiebot_planner.backends.mock import MockBackend, MockConfig
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.settings import build_settings
-from homiebot_planner.training.dagger_rows import DaggerRowsError, read_rows, write_aggregate
+from homiebot_planner.training.dagger_rows import DaggerRowsError, pack_rows, read_rows, write_aggregate
 from emmoe_eval.protocol import SubtaskText
 
 STUDENT = "Analysis:\nSubtask: [Go to, sofa]\nModel: NoMaD"
@@ -62,10 +62,13 @@ def test_rows_become_sft_records_last_sample_per_step_wins(tmp_path: Path) -> No
     backend.generate(_request(2))
     backend.close()
     records, counts = read_rows([tmp_path / "rows"])
-    assert (counts.files, counts.rows, counts.student_agreed, counts.executed_by_oracle) == (1, 2, 0, 0)
+    assert (counts.runs, counts.rows, counts.student_agreed, counts.executed_by_oracle) == (1, 2, 0, 0)
     assert records[0]["task_id"] == "12_v1" and records[0]["step"] == 1
     assert records[0]["messages"][-1] == {"role": "assistant", "content": "Subtask: [Go to, fridge]\nModel: NoMaD"}
     assert "2 on-policy rows from 1 runs" in counts.summary()
+    packed = tmp_path / "round.jsonl.gz"
+    assert pack_rows([tmp_path / "rows"], packed) == 2
+    assert read_rows([packed])[0] == records
 
 
 def test_aggregation_adds_sft_datasets_and_rejects_bad_input(tmp_path: Path) -> None:
@@ -82,7 +85,10 @@ def test_aggregation_adds_sft_datasets_and_rejects_bad_input(tmp_path: Path) -> 
     written, counts = write_aggregate([tmp_path / "rows"], [sft], tmp_path / "out")
     assert (written, counts.rows) == (2, 1)
     assert sorted(datasets.load_from_disk(str(tmp_path / "out"))["task_id"]) == ["1", "12"]
-    with pytest.raises(DaggerRowsError, match="no on-policy row files"):
+    assert write_aggregate([tmp_path / "rows"], [sft], tmp_path / "none", sft_fraction=0.0)[0] == 1
+    with pytest.raises(DaggerRowsError, match="sft_fraction"):
+        write_aggregate([tmp_path / "rows"], [sft], tmp_path / "none", sft_fraction=2.0)
+    with pytest.raises(DaggerRowsError, match="no on-policy rows"):
         read_rows([tmp_path / "empty"])
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "x.jsonl").write_text('{"step": 1}\n', encoding="utf-8")

@@ -44,9 +44,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 description="One Hugging Face SFT dataset from the on-policy rows of every round (the "
                                             "student's prompts with the re-planning expert's answers) and the "
                                             "given SFT datasets; `homiebot train --data` takes it.")
-    dagger.add_argument("--rows", required=True, type=Path, nargs="+", help="row folders (<round>/rows), one per round")
+    dagger.add_argument("--rows", required=True, type=Path, nargs="+",
+                        help="row folders (<round>/rows) or packed rounds (*.jsonl.gz, see --pack)")
     dagger.add_argument("--sft", type=Path, nargs="*", default=[], help="SFT datasets to add (hf/sft_train)")
+    dagger.add_argument("--sft-fraction", type=float, default=1.0,
+                        help="share of the SFT rows kept, drawn with --seed (default 1: all)")
+    dagger.add_argument("--seed", type=int, default=0, help="seed of the --sft-fraction draw (default 0)")
     dagger.add_argument("--out", required=True, type=Path, help="dataset folder to write")
+    dagger.add_argument("--pack", type=Path, help="also write the rows of the --rows folders (the new round; packed "
+                                                  "rounds given are not repeated), one per step, to this gzip "
+                                                  "JSON-lines file (small enough to commit: how a round is kept)")
 
     paraphrase = actions.add_parser("paraphrase", help="rewrite task texts and analyses through an "
                                                        "OpenAI-compatible server (cached)",
@@ -99,10 +106,15 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _dagger(args: argparse.Namespace) -> int:
-    from homiebot_planner.training.dagger_rows import write_aggregate
+    from homiebot_planner.training.dagger_rows import pack_rows, write_aggregate
 
-    written, counts = write_aggregate(args.rows, args.sft, args.out)
+    folders = [path for path in args.rows if path.is_dir()]
+    if args.pack and not folders:
+        raise ValueError("--pack packs the rows of --rows folders, and none was given")
+    written, counts = write_aggregate(args.rows, args.sft, args.out, args.sft_fraction, args.seed)
     print(counts.summary())
+    if args.pack:
+        print(f"packed {pack_rows(folders, args.pack)} on-policy rows into {args.pack}")
     print(f"wrote {written} rows ({written - counts.rows} from SFT datasets) to {args.out}")
     return 0
 

@@ -4,8 +4,8 @@
 returns the oracle's answer with probability `beta` and the student's otherwise (the run follows the mixture), and
 writes one row per step: the student's exact messages (the same text observation it sees at run time), the oracle's
 answer in the student's answer shape (`Subtask: [...]\\nModel: ...`), the student's own answer and which of the two
-was executed. Rows go to `<rows_dir>/<episode>__<run token>.jsonl`, one file per run, flushed per step (a crash
-keeps the steps before it); `homiebot data dagger` turns them into training rows.
+was executed. Rows go to `<rows_dir>/<episode>__<run token>.jsonl` (that name is each row's `run`), one file per run,
+flushed per step (a crash keeps the steps before it); `homiebot data dagger` turns them into training rows.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class DaggerBackend(PlannerBackend):
         self.object_locations = student.object_locations
         self._rows: IO[str] | None = None
         self._episode = ""
+        self._run = ""
         self._draws = random.Random(config.seed)
 
     def attach_scene(self, source: Callable[[], SceneSnapshot]) -> None:
@@ -95,6 +96,7 @@ class DaggerBackend(PlannerBackend):
         except OSError as error:
             raise BackendError(f"dagger: cannot write {path}: {error}") from None
         self._episode = episode.episode_id
+        self._run = path.name.removesuffix(ROWS_SUFFIX)
         self._draws = random.Random(f"{self.config.seed}:{episode.episode_id}:{token}")
 
     def generate(self, request: GenerationRequest) -> str:
@@ -113,6 +115,7 @@ class DaggerBackend(PlannerBackend):
             raise BackendError(f"dagger: the oracle's answer does not parse: {expert!r}")
         row = {
             "episode_id": self._episode,
+            "run": self._run,
             "step": len(request.executed) + 1,
             "messages": [{"role": message.role, "content": message.text} for message in request.messages],
             "answer": f"Subtask: {parsed.subtask}\nModel: {parsed.model or 'None'}",

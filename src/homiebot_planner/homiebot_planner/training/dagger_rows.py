@@ -9,12 +9,16 @@ out its validation tasks by `task_id`.
 
 from __future__ import annotations
 
+import gzip
 import json
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from homiebot_planner.backends.dagger import ROWS_SUFFIX
+
+PACKED_SUFFIX = ".jsonl.gz"
 
 
 class DaggerRowsError(ValueError):
@@ -25,7 +29,7 @@ class DaggerRowsError(ValueError):
 class RowCounts:
     """What an aggregation read and kept."""
 
-    files: int
+    runs: int
     rows: int
     student_agreed: int
     executed_by_oracle: int
@@ -33,47 +37,79 @@ class RowCounts:
     def summary(self) -> str:
         """One line for the console and the training summary."""
         agreed = 100.0 * self.student_agreed / self.rows if self.rows else 0.0
-        return (f"{self.rows} on-policy rows from {self.files} runs; the student already gave the oracle's subtask in "
+        return (f"{self.rows} on-policy rows from {self.runs} runs; the student already gave the oracle's subtask in "
                 f"{self.student_agreed} ({agreed:.1f} %); {self.executed_by_oracle} steps executed the oracle's answer")
 
 
-def read_rows(folders: Sequence[Path]) -> tuple[list[dict[str, object]], RowCounts]:
-    """SFT-shaped records from every row file under `folders`, with counts.
+def read_rows(sources: Sequence[Path]) -> tuple[list[dict[str, object]], RowCounts]:
+    """SFT-shaped records from row folders (`<round>/rows`, one file per run) or packed rounds (`*.jsonl.gz`, written
+    by `pack_rows`), with counts.
 
     Raises:
-        DaggerRowsError: a folder holds no row file, or a line is not a row.
+        DaggerRowsError: a source holds no rows, or a line is not a row.
     """
     records: list[dict[str, object]] = []
-    files = agreed = by_oracle = 0
-    for folder in folders:
-        paths = sorted(Path(folder).glob(f"*{ROWS_SUFFIX}"))
+    agreed = by_oracle = 0
+    runs: set[str] = set()
+    for row in unique_rows(sources):
+        runs.add(str(row["run"]))
+        messages = [item for item in row["messages"] if item["role"] != "system"]
+        records.append({"id": f"dagger/{row['run']}/{row['step']}", "task_id": str(row["episode_id"]), "variant": 0,
+                        "step": int(row["step"]),
+                        "messages": [*messages, {"role": "assistant", "content": row["answer"]}]})
+        agreed += _subtask_line(str(row["student_answer"])) == _subtask_line(str(row["answer"]))
+        by_oracle += row["executed_by"] == "oracle"
+    return records, RowCounts(len(runs), len(records), agreed, by_oracle)
+
+
+def unique_rows(sources: Sequence[Path]) -> list[dict]:  # type: ignore[type-arg]
+    """Every row of the sources, the last one per (run, step), each with its `run` (the row file's name when the row
+    does not carry it), ordered by run and step.
+
+    Raises:
+        DaggerRowsError: a source holds no rows, or a line is not a row.
+    """
+    kept: dict[tuple[str, int], dict] = {}  # type: ignore[type-arg]
+    for source in sources:
+        source = Path(source)
+        if source.is_dir():
+            paths = sorted(source.glob(f"*{ROWS_SUFFIX}"))
+        else:
+            paths = [source] if source.is_file() else []
         if not paths:
-            raise DaggerRowsError(f"{folder}: no on-policy row files (*{ROWS_SUFFIX}); run `homiebot collect --dagger`")
+            raise DaggerRowsError(f"{source}: no on-policy rows (a folder of *{ROWS_SUFFIX} or a packed *{PACKED_SUFFIX}); "
+                                  "run `homiebot collect --dagger`")
         for path in paths:
-            files += 1
-            for row in _last_row_per_step(path):
-                messages = [item for item in row["messages"] if item["role"] != "system"]
-                records.append({"id": f"dagger/{path.stem}/{row['step']}", "task_id": str(row["episode_id"]), "variant": 0,
-                                "step": int(row["step"]),
-                                "messages": [*messages, {"role": "assistant", "content": row["answer"]}]})
-                agreed += _subtask_line(str(row["student_answer"])) == _subtask_line(str(row["answer"]))
-                by_oracle += row["executed_by"] == "oracle"
-    return records, RowCounts(files, len(records), agreed, by_oracle)
+            for number, line in enumerate(_lines(path), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    row.setdefault("run", path.name.removesuffix(PACKED_SUFFIX).removesuffix(ROWS_SUFFIX))
+                    for key in ("episode_id", "messages", "answer", "student_answer", "executed_by"):
+                        row[key]  # noqa: B018 - a missing key is a malformed row
+                    kept[(str(row["run"]), int(row["step"]))] = row
+                except (ValueError, KeyError, TypeError, AttributeError) as error:
+                    raise DaggerRowsError(f"{path}:{number}: not an on-policy row ({error})") from None
+    return [kept[key] for key in sorted(kept)]
 
 
-def _last_row_per_step(path: Path) -> Iterable[dict]:  # type: ignore[type-arg]
-    steps: dict[int, dict] = {}  # type: ignore[type-arg]
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            steps[int(row["step"])] = row
-            for key in ("episode_id", "messages", "answer", "student_answer", "executed_by"):
-                row[key]  # noqa: B018 - a missing key is a malformed row
-        except (ValueError, KeyError, TypeError) as error:
-            raise DaggerRowsError(f"{path}:{number}: not an on-policy row ({error})") from None
-    return [steps[step] for step in sorted(steps)]
+def pack_rows(sources: Sequence[Path], out: Path) -> int:
+    """Write the unique rows of the sources to one gzip JSON-lines file (a round kept small enough to commit);
+    returns the rows written."""
+    rows = unique_rows(sources)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt", encoding="utf-8") as packed:
+        for row in rows:
+            packed.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return len(rows)
+
+
+def _lines(path: Path) -> list[str]:
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as packed:
+            return packed.read().splitlines()
+    return path.read_text(encoding="utf-8").splitlines()
 
 
 def _subtask_line(answer: str) -> str:
@@ -84,8 +120,10 @@ def _subtask_line(answer: str) -> str:
     return ""
 
 
-def write_aggregate(rows: Sequence[Path], sft: Sequence[Path], out: Path) -> tuple[int, RowCounts]:
-    """Write one Hugging Face dataset (save_to_disk) of the on-policy rows of every round and the SFT datasets.
+def write_aggregate(rows: Sequence[Path], sft: Sequence[Path], out: Path, sft_fraction: float = 1.0,
+                    seed: int = 0) -> tuple[int, RowCounts]:
+    """Write one Hugging Face dataset (save_to_disk) of the on-policy rows of every round and the SFT datasets
+    (`sft_fraction` of their rows, drawn with `seed`: a rehearsal share when the training budget is short).
 
     Returns:
         (records written, the on-policy counts).
@@ -95,13 +133,17 @@ def write_aggregate(rows: Sequence[Path], sft: Sequence[Path], out: Path) -> tup
     """
     import datasets  # type: ignore[import-untyped]
 
+    if not 0.0 <= sft_fraction <= 1.0:
+        raise DaggerRowsError(f"sft_fraction must be in [0, 1], got {sft_fraction}")
     records, counts = read_rows(rows)
+    draws = random.Random(seed)
     for folder in sft:
         try:
             dataset = datasets.load_from_disk(str(folder))
         except (FileNotFoundError, ValueError) as error:
             raise DaggerRowsError(f"{folder}: not a Hugging Face SFT dataset ({error})") from None
         records += [{"id": item["id"], "task_id": item["task_id"], "variant": int(item["variant"]),
-                     "step": int(item["step"]), "messages": item["messages"]} for item in dataset]
+                     "step": int(item["step"]), "messages": item["messages"]} for item in dataset
+                    if sft_fraction >= 1.0 or draws.random() < sft_fraction]
     datasets.Dataset.from_list(records).save_to_disk(str(out))
     return len(records), counts
