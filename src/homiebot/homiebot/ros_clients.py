@@ -7,10 +7,14 @@ Ctrl-C) and turns every failure into an ActionCallError with a message for the u
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from emmoe_eval.dds_guard import discovery_problem
+
+# Seconds a CLI client keeps spinning after an action's result, for feedback that was sent just before it.
+FEEDBACK_DRAIN_S = 0.3
 
 
 class ActionCallError(RuntimeError):
@@ -56,6 +60,12 @@ def call_action(action_type: Any, action_name: str, goal: Any, timeout_s: float,
             feedback_callback = (lambda message: on_feedback(message.feedback)) if on_feedback else None
             outcome = send_action_goal(client, goal, server_wait_s, timeout_s, feedback_callback=feedback_callback,
                                        executor=private.executor)
+            if feedback_callback is not None and outcome.ok:
+                # A server may publish its last feedback just before the result, and the two travel apart: take what
+                # has arrived before this process prints the result and exits.
+                deadline = time.monotonic() + FEEDBACK_DRAIN_S
+                while time.monotonic() < deadline:
+                    private.executor.spin_once(timeout_sec=0.05)
         finally:
             client.destroy()
     if outcome.status is CallStatus.UNAVAILABLE:
