@@ -104,19 +104,28 @@ def selected_tasks(config: CollectConfig) -> dict[str, Task]:
     Raises:
         CollectError: for unknown ids or an empty selection.
     """
-    available = load_tasks(config.data_dir, "all")
-    if config.tasks in ("train", "test", "all"):
-        splits = ("train", "test") if config.tasks == "all" else (config.tasks,)
+    return designed_tasks(config.data_dir, config.tasks, config.variants)
+
+
+def designed_tasks(data_dir: Path, selection: str, variants: bool = True) -> dict[str, Task]:
+    """The tasks of `data_dir` that `selection` ("train", "test", "all" or ids) names, variants included or not.
+
+    Raises:
+        CollectError: for unknown ids or an empty selection.
+    """
+    available = load_tasks(data_dir, "all")
+    if selection in ("train", "test", "all"):
+        splits = ("train", "test") if selection == "all" else (selection,)
         chosen = {task_id: task for task_id, task in available.items() if task.split in splits
-                  and (config.variants or task_id.isdigit())}
+                  and (variants or task_id.isdigit())}
     else:
-        wanted = [item.strip() for item in config.tasks.split(",") if item.strip()]
+        wanted = [item.strip() for item in selection.split(",") if item.strip()]
         missing = [task_id for task_id in wanted if task_id not in available]
         if missing:
-            raise CollectError(f"unknown task id(s) {', '.join(missing)} in {config.data_dir}")
+            raise CollectError(f"unknown task id(s) {', '.join(missing)} in {data_dir}")
         chosen = {task_id: available[task_id] for task_id in wanted}
     if not chosen:
-        raise CollectError(f"no tasks selected by {config.tasks!r} in {config.data_dir}")
+        raise CollectError(f"no tasks selected by {selection!r} in {data_dir}")
     return chosen
 
 
@@ -258,8 +267,7 @@ def collect_dagger(config: DaggerCollectConfig, report: Callable[[str], None] = 
     """
     from homiebot.runner import RunnerConfig, RunnerError, run_benchmark
 
-    selection = CollectConfig(tasks=config.tasks, data_dir=config.data_dir, out=config.out / "unused")
-    tasks = selected_tasks(selection)
+    tasks = designed_tasks(config.data_dir, config.tasks)
     test = sorted(task_id for task_id, task in tasks.items() if task.split != "train")
     if test:
         raise CollectError(f"on-policy data comes from train tasks only; {', '.join(test)} belong to the test split")

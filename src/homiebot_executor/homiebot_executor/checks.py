@@ -24,15 +24,19 @@ from dataclasses import dataclass, field
 from emmoe_eval.protocol import ACTIONS, FEEDBACK_STYLES, MODELS, SubtaskText, feedback_for
 from emmoe_eval.robot.scene import SceneSnapshot
 
-from emmoe_eval.robot.naming import NameResolver, ResolvedTarget
+from emmoe_eval.robot.naming import (
+    ENCLOSED_CANONICALS,
+    FAR_THRESHOLD_M,
+    NEAR_THRESHOLD_M,
+    NameResolver,
+    ResolvedTarget,
+)
 
 SPEC_ORDER: tuple[str, ...] = ("F1", "F2", "L1", "L2", "L3", "L4", "D1", "D2")
 RELEASE_ORDER: tuple[str, ...] = ("F1", "L1", "L2", "L3", "L4", "F2", "D1", "D2")
 # Actions the hand must be empty for (L1) and full for (L2).
 NEEDS_EMPTY_HAND = ("pick", "open", "close")
 NEEDS_HELD_OBJECT = ("put",)
-# Canonical entries whose receptacle space is inside the door (Put needs the door open); drawers always are.
-DEFAULT_ENCLOSED = ("fridge", "frl_apartment_refrigerator")
 # Where L1 and L2 read whether something is held.
 HAND_SOURCES: tuple[str, ...] = ("simulator", "inventory")
 
@@ -53,10 +57,10 @@ class CheckConfig:
             release).
     """
 
-    far_threshold: float = 2.0
-    near_threshold: float = 0.1
+    far_threshold: float = FAR_THRESHOLD_M
+    near_threshold: float = NEAR_THRESHOLD_M
     order: str = "spec"
-    enclosed_canonicals: tuple[str, ...] = DEFAULT_ENCLOSED
+    enclosed_canonicals: tuple[str, ...] = ENCLOSED_CANONICALS
     feedback_style: str = "release"
     check_model: bool = False
     hand_source: str = "simulator"
@@ -173,13 +177,12 @@ def _l3(ctx: _Context) -> bool:
     if ctx.request.verb != "put":
         return False
     target = ctx.target()
-    if target is None or target.container is None or target.container.is_open:
+    if target is None or not target.put_needs_opening(ctx.config.enclosed_canonicals):
         return False
     part = target.container
-    if part.is_drawer or target.instance.canonical in ctx.config.enclosed_canonicals:
-        ctx.detail = f"{part.name} is at {part.position:.3f} (open from {part.open_threshold:g})"
-        return True
-    return False
+    assert part is not None
+    ctx.detail = f"{part.name} is at {part.position:.3f} (open from {part.open_threshold:g})"
+    return True
 
 
 def _l4(ctx: _Context) -> bool:

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from emmoe_eval.robot.naming import FAR_THRESHOLD_M
+
 from homiebot_planner.backends import (
     BACKEND_KINDS,
     BackendConfig,
@@ -97,8 +99,9 @@ PARAMETER_DEFAULTS: dict[str, Any] = {
     # "keypath" follows keypath.json, "replay" every info.txt block, failures included (homiebot collect), "plan".
     "expert_source": "info",
     "expert_plan": [""],
-    # oracle (the re-planning expert, training and evaluation only): targets farther than this are walked up to.
-    "oracle_reach_m": 2.0,
+    # oracle (the re-planning expert, training and evaluation only): targets farther than this are walked up to
+    # (the executor's D1 limit, far_threshold; set both together).
+    "oracle_reach_m": FAR_THRESHOLD_M,
     # On-policy collection: with a rows folder, the backend above is the student and the oracle answers every step
     # too (its answer executed with probability dagger_beta); rows land in <dagger_rows_dir>/<episode>__<run>.jsonl.
     "dagger_rows_dir": "",

@@ -23,6 +23,13 @@ from emmoe_eval.robot.scene import SceneSnapshot
 from emmoe_eval.robot.state import ContainerState, InstanceState
 
 
+# The benchmark's distance checks (spec section 3): D1 above this planar distance, D2 below the near one (metres).
+FAR_THRESHOLD_M = 2.0
+NEAR_THRESHOLD_M = 0.1
+# Canonical entries whose receptacle space is inside the door (a Put needs the door open; drawers always do).
+ENCLOSED_CANONICALS: tuple[str, ...] = ("fridge", "frl_apartment_refrigerator")
+
+
 @dataclass(frozen=True)
 class ResolvedTarget:
     """The instance a written name resolves to.
@@ -51,6 +58,14 @@ class ResolvedTarget:
         if self.container is not None and self.container.is_drawer:
             return self.container.name
         return self.instance.name
+
+    def put_needs_opening(self, enclosed: tuple[str, ...] = ENCLOSED_CANONICALS) -> bool:
+        """Whether a Put into this target needs its door or drawer opened first (the L3 check): a closed drawer, or
+        the closed door of an `enclosed` piece of furniture."""
+        part = self.container
+        if part is None or part.is_open:
+            return False
+        return part.is_drawer or self.instance.canonical in enclosed
 
     @property
     def is_object(self) -> bool:

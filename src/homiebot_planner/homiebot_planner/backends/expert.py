@@ -168,6 +168,11 @@ class ExpertBackend(PlannerBackend):
         plan = self._plans[best]
         return plan[min(matched[best], len(plan) - 1)]
 
+    def plan_complete(self, executed: Sequence[ExecutedStep]) -> bool:
+        """Whether the successful executed steps match every node but the final End of some plan, in order."""
+        return any(matched_nodes(plan, executed, self._names) >= len(plan) - (plan[-1].subtask.action == "End")
+                   for plan in self._plans)
+
     @property
     def plans(self) -> tuple[tuple[PlanNode, ...], ...]:
         """The loaded plans (empty before start_episode)."""

@@ -26,14 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from emmoe_eval.dataset import DatasetError, find_task, read_keypaths
-from emmoe_eval.matching import KeypathMatcher, NameIndex
 from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import SubtaskText, default_model
-from emmoe_eval.robot.naming import NameResolver, ResolvedTarget
+from emmoe_eval.protocol import ACTIONS, SubtaskText, default_model
+from emmoe_eval.robot.naming import FAR_THRESHOLD_M, NameResolver, ResolvedTarget
 from emmoe_eval.robot.scene import SceneSnapshot
 from emmoe_eval.robot.state import ContainerState, InstanceState
-from emmoe_eval.runs import Step
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
 from homiebot_planner.backends.expert import ExpertBackend, ExpertConfig, PlanNode, format_answer
@@ -41,8 +38,6 @@ from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.prompts import display_name
 
 SceneSource = Callable[[], SceneSnapshot]
-# Furniture whose receptacle space is behind its door (a Put needs the door open; the executor's L3 list).
-ENCLOSED_CANONICALS: tuple[str, ...] = ("fridge", "frl_apartment_refrigerator")
 # How often a put-down on one piece of furniture may fail before the oracle tries the next nearest.
 PUT_DOWN_ATTEMPTS = 2
 
@@ -57,7 +52,7 @@ class OracleConfig:
     """
 
     data_dir: str = ""
-    reach_m: float = 2.0
+    reach_m: float = FAR_THRESHOLD_M
 
     def __post_init__(self) -> None:
         if self.reach_m <= 0:
@@ -79,11 +74,10 @@ class OracleBackend(PlannerBackend):
         self.config = config or OracleConfig()
         self.name = "oracle"
         self._table = alias_table or default_alias_table()
-        self._names = NameIndex(self._table)
         self._resolver = NameResolver(self._table)
         self._plan = ExpertBackend(ExpertConfig(source="info", data_dir=self.config.data_dir), self._table)
         self._keypaths = ExpertBackend(ExpertConfig(source="keypath", data_dir=self.config.data_dir), self._table)
-        self._matcher: KeypathMatcher | None = None
+        self._started = False
         self._scene: SceneSource | None = None
 
     def attach_scene(self, source: SceneSource) -> None:
@@ -91,23 +85,14 @@ class OracleBackend(PlannerBackend):
         self._scene = source
 
     def start_episode(self, episode: EpisodeInfo) -> None:
-        """Load the task's plan and keypaths.
+        """Load the task's plan (info.txt) and keypaths.
 
         Raises:
             BackendError: for a free instruction or a task whose files are missing.
         """
         self._plan.start_episode(episode)
         self._keypaths.start_episode(episode)
-        directory = episode.task_dir
-        if directory is None:
-            task = find_task(self.config.data_dir, episode.task_id) if self.config.data_dir else None
-            directory = task.directory if task is not None else None
-        if directory is None:
-            raise BackendError(f"oracle: task {episode.task_id or '(free instruction)'} has no task folder")
-        try:
-            self._matcher = KeypathMatcher(episode.task_id, read_keypaths(directory / "keypath.json"), self._names)
-        except DatasetError as error:
-            raise BackendError(f"oracle: {error}") from None
+        self._started = True
 
     def generate(self, request: GenerationRequest) -> str:
         """The three-line answer for the next subtask (reads the scene once).
@@ -125,10 +110,10 @@ class OracleBackend(PlannerBackend):
         Raises:
             BackendError: when start_episode was not called.
         """
-        if self._matcher is None:
+        if not self._started:
             raise BackendError("oracle: start_episode must be called first")
         node = self._plan.planned_node(executed)
-        if node.subtask.action == "End" and not self._keypath_complete(executed):
+        if node.subtask.action == "End" and not self._keypaths.plan_complete(executed):
             node = self._keypaths.planned_node(executed)
         if node.subtask.action == "End":
             return node
@@ -139,13 +124,6 @@ class OracleBackend(PlannerBackend):
         return PlanNode(subtask, default_model(subtask, self._table), _reason(node.subtask, subtask))
 
     # ---- what a node needs first ----------------------------------------------------------------------------------
-
-    def _keypath_complete(self, executed: Sequence[ExecutedStep]) -> bool:
-        assert self._matcher is not None
-        steps = [Step(step=number, action=item.subtask.action, target=item.subtask.target, place=item.subtask.place,
-                      success=item.success) for number, item in enumerate(executed, start=1)]
-        steps.append(Step(step=len(steps) + 1, action="End", success=True))
-        return self._matcher.progress(steps) >= 1.0
 
     def _first_step(self, node: SubtaskText, state: _State) -> SubtaskText:
         action = node.action
@@ -173,7 +151,7 @@ class OracleBackend(PlannerBackend):
     def _put(self, node: SubtaskText, state: _State) -> SubtaskText:
         scene = state.scene
         place = self._resolver.resolve(node.place, scene, "put")
-        if place is not None and _needs_opening(place, scene):
+        if place is not None and place.put_needs_opening():
             if scene.held_object:
                 return self._put_down(state, avoid=place.instance.name)
             assert place.container is not None
@@ -186,7 +164,8 @@ class OracleBackend(PlannerBackend):
 
     def _open(self, part: ContainerState, state: _State, written: str = "") -> SubtaskText:
         """Open `part` (walking up first): named as the plan names it when the plan opens it, else by its kind."""
-        name = written or self._plan_name_for(part, state.scene) or (
+        name = written or self._plan_name(state.scene, ("Open",), "open", lambda resolved: (
+            resolved.container is not None and resolved.container.name == part.name)) or (
             "drawer" if part.is_drawer else display_name(part.canonical, self._table))
         opening = SubtaskText("Open", name)
         return self._within_reach(opening, self._resolver.resolve(name, state.scene, "open"), state)
@@ -205,30 +184,20 @@ class OracleBackend(PlannerBackend):
         if item is not None and item.receptacle:
             part = scene.container(item.receptacle)
             goal = part.furniture if part is not None else item.receptacle
-        for plan_node in self._plan.plans[0] if self._plan.plans else ():
-            if plan_node.subtask.action != "Go to":
-                continue
-            reached = self._resolver.resolve(plan_node.subtask.target, scene, "go to")
-            if reached is not None and reached.instance.name == goal:
-                return plan_node.subtask.target
-        return node.place if node.action == "Put" else node.target
+        return self._plan_name(scene, ("Go to",), "go to", lambda reached: reached.instance.name == goal) or (
+            node.place if node.action == "Put" else node.target)
 
-    def _plan_name_of(self, furniture: InstanceState, scene: SceneSnapshot) -> str:
-        """A name the plan uses for `furniture` (a Go to target or a Put place resolving to it), else ""."""
+    def _plan_name(self, scene: SceneSnapshot, actions: tuple[str, ...], verb: str,
+                   wanted: Callable[[ResolvedTarget], bool]) -> str:
+        """The first name the plan's `actions` nodes write (target or place) that resolves, for `verb`, to what
+        `wanted` accepts; "" when none does."""
         for plan_node in self._plan.plans[0] if self._plan.plans else ():
+            if plan_node.subtask.action not in actions:
+                continue
             for name in (plan_node.subtask.target, plan_node.subtask.place):
-                resolved = self._resolver.resolve(name, scene, "go to") if name else None
-                if resolved is not None and resolved.instance.name == furniture.name:
+                resolved = self._resolver.resolve(name, scene, verb) if name else None
+                if resolved is not None and wanted(resolved):
                     return name
-        return ""
-
-    def _plan_name_for(self, part: ContainerState, scene: SceneSnapshot) -> str:
-        for plan_node in self._plan.plans[0] if self._plan.plans else ():
-            if plan_node.subtask.action != "Open":
-                continue
-            resolved = self._resolver.resolve(plan_node.subtask.target, scene, "open")
-            if resolved is not None and resolved.container is not None and resolved.container.name == part.name:
-                return plan_node.subtask.target
         return ""
 
     def _put_down(self, state: _State, avoid: str) -> SubtaskText:
@@ -238,9 +207,10 @@ class OracleBackend(PlannerBackend):
             or scene.held_object
         candidates = (item for item in scene.objects if item.kind in ("furniture", "container") and item.name != avoid)
         for furniture in sorted(candidates, key=lambda item: (item.distance, item.name)):
-            name = self._plan_name_of(furniture, scene) or display_name(furniture.canonical, self._table)
+            name = self._plan_name(scene, ACTIONS, "go to", lambda found: found.instance.name == furniture.name) \
+                or display_name(furniture.canonical, self._table)
             resolved = self._resolver.resolve(name, scene, "put")
-            if resolved is None or resolved.instance.name != furniture.name or _needs_opening(resolved, scene):
+            if resolved is None or resolved.instance.name != furniture.name or resolved.put_needs_opening():
                 continue
             if state.failed_puts(name, self._table) >= PUT_DOWN_ATTEMPTS:
                 continue
@@ -267,14 +237,6 @@ class _State:
             if step.subtask.action == "Put" and table.same(step.subtask.place, place):
                 count += 1
         return count
-
-
-def _needs_opening(place: ResolvedTarget, scene: SceneSnapshot) -> bool:
-    """Whether a Put into `place` needs its door or drawer opened first (the executor's L3)."""
-    part = place.container
-    if part is None or part.is_open:
-        return False
-    return part.is_drawer or place.instance.canonical in ENCLOSED_CANONICALS
 
 
 def _closed_part_around(item: InstanceState, scene: SceneSnapshot) -> ContainerState | None:
