@@ -3,7 +3,7 @@
 ROS 2 isolation rules enforced here:
 - every node stays on loopback: the project's default (ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT with the
   loopback Fast DDS profile, src/homiebot/config/fastdds_loopback.xml) is set for the test session where the
-  environment names no range and no profile, and no node starts unless emmoe_eval.dds_guard accepts the environment
+  environment names no range and no profile, and no node starts unless emmoe_core.dds_guard accepts the environment
   (that, or LOCALHOST): Fast DDS would otherwise multicast discovery on every network interface;
 - every test that uses ROS gets its own random ROS_DOMAIN_ID, so test runs on one machine never meet.
 
@@ -48,9 +48,9 @@ def _default_to_loopback_dds() -> None:
 
 
 def require_localhost_discovery() -> None:
-    """Fail the calling test unless DDS traffic stays on this machine (emmoe_eval.dds_guard)."""
+    """Fail the calling test unless DDS traffic stays on this machine (emmoe_core.dds_guard)."""
     try:
-        from emmoe_eval.dds_guard import discovery_problem
+        from emmoe_core.dds_guard import discovery_problem
     except ImportError as error:
         pytest.fail(f"refusing to start ROS 2 nodes: the DDS guard does not import ({error}); source env.sh",
                     pytrace=False)
@@ -90,7 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def ros_domain_id(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """A random ROS_DOMAIN_ID for this test, held for the test so that no other test or stack on this machine uses
     it at the same time, and exported so that child processes join the same domain."""
-    from emmoe_eval.ros_domains import lease_domain
+    from emmoe_core.ros_domains import lease_domain
 
     require_localhost_discovery()
     with lease_domain() as lease:

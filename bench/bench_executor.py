@@ -212,8 +212,8 @@ def _subtask_stack(with_executor: bool = True) -> Iterator[Any]:
     import threading
 
     import rclpy
-    from emmoe_eval.action_client import ActionClient
-    from emmoe_eval.dds_guard import require_loopback_dds
+    from emmoe_core.action_client import ActionClient
+    from emmoe_core.dds_guard import require_loopback_dds
     from emmoe_interfaces.action import ExecuteSubtask
     from rclpy.executors import SingleThreadedExecutor
 
@@ -371,7 +371,7 @@ def stop_after_soak(executors: int, goals: int) -> dict[str, Any]:
 
 # A skill server whose policy answers at once (the /subtask overhead without any simulation).
 INSTANT_SKILLS = """
-from emmoe_eval.ros_helpers import spin_node
+from emmoe_core.ros_helpers import spin_node
 from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
 from homiebot_executor.skills import SkillOutcome, SkillStatus
 class Instant:

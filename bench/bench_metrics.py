@@ -20,7 +20,7 @@ from pathlib import Path
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, Task
 from emmoe_eval.experiments import load_experiment
 from emmoe_eval.metrics import ScoringConfig, evaluate
-from emmoe_eval.protocol import SubtaskText, feedback_for
+from emmoe_core.protocol import SubtaskText, feedback_for
 from emmoe_eval.runs import Run, Step, write_trajectory
 
 OBJECTS = ["apple", "red_apple", "bowl", "red bowl", "green_can", "sugar_box", "banana", "mug", "pear"]

@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from emmoe_eval.names import default_alias_table
-from emmoe_eval.protocol import SubtaskText, feedback_for
+from emmoe_core.names import default_alias_table
+from emmoe_core.protocol import SubtaskText, feedback_for
 
 from homiebot_planner.backends import MockBackend, MockConfig, PlannerBackend
 from homiebot_planner.backends.expert import default_model

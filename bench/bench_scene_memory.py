@@ -132,13 +132,13 @@ def in_process(image_size: int, threads: int) -> Iterator[tuple[Callable[[Path],
 @contextmanager
 def stack_loads() -> Iterator[tuple[Callable[[Path], None], int | None]]:
     """Yields (load(scene), pid): a sim_stack process on a leased domain, driven over ROS 2."""
-    from emmoe_eval.ros_domains import lease_domain
+    from emmoe_core.ros_domains import lease_domain
 
     with lease_domain() as lease:
         os.environ["ROS_DOMAIN_ID"] = str(lease.domain_id)
         import rclpy
-        from emmoe_eval.ros_helpers import call_service
-        from emmoe_eval.topics import GET_OBSERVATION_SERVICE, RESET_EPISODE_SERVICE
+        from emmoe_core.ros_helpers import call_service
+        from emmoe_core.topics import GET_OBSERVATION_SERVICE, RESET_EPISODE_SERVICE
         from emmoe_interfaces.srv import GetObservation, ResetEpisode
         from homiebot.bringup import EMMOE_SIM_NODES, config_path, node_command
         from homiebot.sim_stack import READY_LINE

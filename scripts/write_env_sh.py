@@ -19,7 +19,7 @@ export HOMIEBOT_ROOT="{root}"
 
 # Fast DDS must never multicast discovery on the network: every node of this project stays on loopback. Under
 # SYSTEM_DEFAULT rmw_fastrtps applies the loopback profile below untouched (every DDS socket on 127.0.0.1); nodes
-# refuse to start without it (emmoe_eval/dds_guard.py).
+# refuse to start without it (emmoe_core/dds_guard.py).
 export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT
 
 # Models and datasets load from local folders only: no hub requests, no telemetry.

@@ -16,10 +16,10 @@ pytestmark = pytest.mark.ros
 def send_goal(node, context, subtask, inventory):
     """Send one /subtask goal and return (feedback messages, result)."""
     import rclpy
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
     from rclpy.executors import SingleThreadedExecutor
 
-    from emmoe_eval.topics import SUBTASK_ACTION, SUBTASK_FEEDBACK_TOPIC
+    from emmoe_core.topics import SUBTASK_ACTION, SUBTASK_FEEDBACK_TOPIC
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
 
@@ -69,7 +69,7 @@ def test_goal_feedback_and_result_cross_process(ros_node_factory, ros_context, r
 
 def test_server_in_another_domain_is_not_reached(ros_node_factory, ros_context, ros_process, monkeypatch):
     """Domain isolation: a server started in a different ROS_DOMAIN_ID is invisible to the test's client."""
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
 
     from emmoe_interfaces.action import ExecuteSubtask
 

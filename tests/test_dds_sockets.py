@@ -164,7 +164,7 @@ def test_no_socket_of_a_run_is_off_loopback(tmp_path):
 def test_a_pair_of_nodes_talks_on_loopback_only_and_domains_stay_apart(ros_process, ros_domain_id, monkeypatch):
     """Two project nodes (spin_node) in one domain hear each other with every socket on loopback; a listener in
     another domain (its own ports: they derive from the domain id) hears nothing."""
-    from emmoe_eval.ros_domains import lease_domain
+    from emmoe_core.ros_domains import lease_domain
 
     for name, value in default_environment().items():
         monkeypatch.setenv(name, value)

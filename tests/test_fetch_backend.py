@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("mujoco")
 pytest.importorskip("control_msgs")
 
-from emmoe_eval.robot import fetch  # noqa: E402
-from emmoe_eval.robot.state import BackendError  # noqa: E402
+from emmoe_core.robot import fetch  # noqa: E402
+from emmoe_core.robot.state import BackendError  # noqa: E402
 
 from habitat_bridge.fetch.config import FetchConfig, FetchTopics  # noqa: E402
 from habitat_bridge.fetch.robot import FetchRobot  # noqa: E402
@@ -261,7 +261,7 @@ def test_the_expert_completes_a_test_task_through_the_fetch_backend(tmp_path, mo
 
     The runner locks its domain for the run, so the test leases one, releases it and hands it to both the fake and
     the runner (the fake is alone on it for the second before the runner takes the lock)."""
-    from emmoe_eval.ros_domains import lease_domain
+    from emmoe_core.ros_domains import lease_domain
 
     with lease_domain() as lease:
         domain = lease.domain_id

@@ -15,7 +15,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from emmoe_eval.dataset import LOCATIONS_FILE, VIEWS, VISIBLE_FILE
+from emmoe_core.protocol import VIEWS
+
+from emmoe_eval.dataset import LOCATIONS_FILE, VISIBLE_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFINITIONS = "data/tasks/emmoe_test.yaml"

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from emmoe_eval.protocol import SubtaskText  # noqa: E402
-from emmoe_eval.robot.scene import snapshot_of  # noqa: E402
+from emmoe_core.protocol import SubtaskText  # noqa: E402
+from emmoe_core.robot.scene import snapshot_of  # noqa: E402
 from habitat_bridge.apartment import compact_room  # noqa: E402
 from habitat_bridge.backends.mujoco_backend import MujocoBackend  # noqa: E402
 

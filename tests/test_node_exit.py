@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from emmoe_eval.action_client import ActionClient
-from emmoe_eval.node_exit import EXIT_GRACE_S
+from emmoe_core.action_client import ActionClient
+from emmoe_core.node_exit import EXIT_GRACE_S
 
 EXIT_LIMIT_S = 2.0
 
@@ -50,7 +50,7 @@ def test_the_executor_exits_within_two_seconds_with_a_goal_in_flight(ros_process
 STUCK_NODE = """
 import time
 from rclpy.node import Node
-from emmoe_eval.ros_helpers import spin_node
+from emmoe_core.ros_helpers import spin_node
 
 def build():
     node = Node("stuck_node")
@@ -105,7 +105,7 @@ QUIET_NODE = """
 import threading
 import time
 from rclpy.node import Node
-from emmoe_eval.ros_helpers import spin_node
+from emmoe_core.ros_helpers import spin_node
 
 def build():
     node = Node("quiet_node")

@@ -1,7 +1,7 @@
 """The packages form a clean stack, and every package declares what its modules import.
 
-Layers, bottom to top (ARCHITECTURE.md; issue 12): emmoe_interfaces -> emmoe_eval -> habitat_bridge | homiebot_planner
-| homiebot_executor -> homiebot. A module may import its own package and the packages of lower layers, never one of
+Layers, bottom to top (docs/architecture.md): emmoe_interfaces -> emmoe_core -> emmoe_eval -> habitat_bridge |
+homiebot_planner | homiebot_executor -> homiebot. A module may import its own package and the packages of lower layers, never one of
 its own layer or above. Every project package and every ROS 2 package (one on the ament index) that a module imports
 must be a dependency in its package.xml, and so must the Python libraries that have a rosdep key (numpy, ...).
 Every import statement of the installed package code counts, also those inside functions; tests are not checked.
@@ -20,8 +20,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-LAYERS: dict[str, int] = {"emmoe_interfaces": 0, "emmoe_eval": 1, "habitat_bridge": 2, "homiebot_planner": 2,
-                          "homiebot_executor": 2, "homiebot": 3}
+LAYERS: dict[str, int] = {"emmoe_interfaces": 0, "emmoe_core": 1, "emmoe_eval": 2, "habitat_bridge": 3,
+                          "homiebot_planner": 3, "homiebot_executor": 3, "homiebot": 4}
 # Python libraries with a rosdep key: import name -> the key package.xml lists.
 ROSDEP_KEYS: dict[str, str] = {"numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-yaml",
                                "PIL": "python3-pil", "cv2": "python3-opencv", "matplotlib": "python3-matplotlib"}
@@ -65,7 +65,7 @@ def python_packages() -> list[str]:
 
 def test_the_layers_cover_every_package() -> None:
     found = {path.parent.name for path in SRC.glob("*/package.xml")}
-    assert found == set(LAYERS), "a package was added or removed: give it a layer here and in ARCHITECTURE.md"
+    assert found == set(LAYERS), "a package was added or removed: give it a layer here and in docs/architecture.md"
 
 
 def test_no_package_imports_one_beside_or_above_it() -> None:

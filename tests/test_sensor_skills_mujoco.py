@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from emmoe_eval.robot.state import PrivilegedAccessError  # noqa: E402
+from emmoe_core.robot.state import PrivilegedAccessError  # noqa: E402
 from habitat_bridge import sensor_only  # noqa: E402
 from habitat_bridge.backends.mujoco_backend import MujocoBackend  # noqa: E402
 from habitat_bridge.scene_spec import SceneSpec  # noqa: E402

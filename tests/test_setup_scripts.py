@@ -76,7 +76,7 @@ def test_sourcing_env_sh_in_a_clean_shell():
     """What a new terminal gets from `. env.sh`: discovery range, the tools, the interface types."""
     probe = ". ./env.sh && echo $ROS_AUTOMATIC_DISCOVERY_RANGE && command -v homiebot emmoe-eval python " \
             "&& python -c 'import emmoe_interfaces.msg, rclpy; print(\"imports\")' " \
-            "&& python -c 'from emmoe_eval.dds_guard import discovery_problem as p; print(p() or \"loopback\")'"
+            "&& python -c 'from emmoe_core.dds_guard import discovery_problem as p; print(p() or \"loopback\")'"
     clean_env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
     output = subprocess.run(["bash", "-c", probe], cwd=ROOT, env=clean_env, capture_output=True, text=True,
                             check=True).stdout.split()

@@ -1,4 +1,4 @@
-"""mypy --strict on the pure cores, as configured in mypy.ini (ARCHITECTURE.md convention 10).
+"""mypy --strict on the pure cores, as configured in mypy.ini (docs/architecture.md).
 
 The first run type-checks about 60 modules and the libraries they use (about a minute on two busy cores); later runs
 reuse the cache in build/mypy_cache and take a few seconds.

@@ -1,4 +1,4 @@
-"""The workspace has the six packages of ARCHITECTURE.md, each with a valid manifest and the standard layout."""
+"""The workspace has the seven packages of docs/architecture.md, each with a valid manifest and the standard layout."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from catkin_pkg.package import parse_package
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON_PACKAGES = ("emmoe_eval", "homiebot_planner", "homiebot_executor", "habitat_bridge", "homiebot")
+PYTHON_PACKAGES = ("emmoe_core", "emmoe_eval", "homiebot_planner", "homiebot_executor", "habitat_bridge", "homiebot")
 ALL_PACKAGES = ("emmoe_interfaces", *PYTHON_PACKAGES)
 
 

@@ -8,7 +8,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test"]),
-    package_data={PACKAGE: ["data/*.txt", "data/*.json", "data/*.tsv"]},
+    package_data={PACKAGE: ["data/*.json"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -1,4 +1,4 @@
-"""A talker or a listener on /dds_probe, started like every node of the project (emmoe_eval.ros_helpers.spin_node,
+"""A talker or a listener on /dds_probe, started like every node of the project (emmoe_core.ros_helpers.spin_node,
 which refuses to start off loopback), for the socket and domain-isolation tests.
 
     python dds_probe.py talk      # publishes "probe <n>" every 50 ms; prints "talking"
@@ -12,7 +12,7 @@ import sys
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from emmoe_eval.ros_helpers import spin_node
+from emmoe_core.ros_helpers import spin_node
 
 TOPIC = "/dds_probe"
 

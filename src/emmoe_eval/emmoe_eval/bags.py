@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from emmoe_eval import topics
+from emmoe_core import topics
 from emmoe_eval.bag_recovery import recover_messages, unfinished_bag, unfinished_bag_folders
 from emmoe_eval.records import RunInfo, end_reason_of, is_end_marker, run_info_from_record, step_from_record
-from emmoe_eval.json_text import shown
+from emmoe_core.json_text import shown
 from emmoe_eval.runs import END_REASONS, INFRASTRUCTURE_ERROR, Run, Step
 
 STEPS_TOPIC = topics.STEPS_TOPIC

@@ -26,7 +26,7 @@ from emmoe_eval.compare import (DEFAULT_RESAMPLES, INDEPENDENCE_NOTE, REFERENCE_
 from emmoe_eval.dataset import DatasetError, Task, load_task_attributes, load_tasks, split_names
 from emmoe_eval.experiments import SOURCES, ExperimentError, load_experiment
 from emmoe_eval.metrics import COMPAT_MODES, HEADLINE, Evaluation, ScoringConfig, ScoringError, evaluate
-from emmoe_eval.names import AliasTableError, load_alias_table
+from emmoe_core.names import AliasTableError, load_alias_table
 from emmoe_eval.runs import Run
 
 USER_ERRORS = (DatasetError, ExperimentError, ScoringError, BagError, AliasTableError, CompareError)

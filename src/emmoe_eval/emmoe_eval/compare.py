@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from emmoe_eval.dataset import task_sort_key
-from emmoe_eval.json_text import decode_json, read_text_file
+from emmoe_core.json_text import decode_json, read_text_file
 from emmoe_eval.metrics import HEADLINE, RunOutcome
 from emmoe_eval.scoring import ScoringConfig
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from emmoe_eval.json_text import JSONTextError, TextFileError, decode_json, read_text_file
-from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, format_subtask, parse_subtask
+from emmoe_core.json_text import JSONTextError, TextFileError, decode_json, read_text_file
+from emmoe_core.protocol import SUCCESS_FEEDBACK, SubtaskText, format_subtask, parse_subtask
 from emmoe_eval.runs import Run, Step, run_identity
 
 CONVERSATION_FILE = "conversation.json"

@@ -24,8 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from emmoe_eval.json_text import JSONTextError, TextFileError, decode_json, read_text_file, shown, string_lines
-from emmoe_eval.protocol import ACTIONS, SUCCESS_FEEDBACK, SubtaskText, parse_subtask
+from emmoe_core.json_text import JSONTextError, TextFileError, decode_json, read_text_file, shown, string_lines
+from emmoe_core.protocol import ACTIONS, SUCCESS_FEEDBACK, VIEWS, SubtaskText, parse_subtask
 
 SPLITS: tuple[str, ...] = ("train", "test")
 INFO_FILE = "info.txt"
@@ -40,7 +40,6 @@ VISIBLE_FILE = "visible.json"
 LOCATIONS_FILE = "locations.json"
 SFT_FILE = "sft_train.json"
 DPO_FILE = "dpo_train.json"
-VIEWS: tuple[str, ...] = ("front", "left", "back", "right")
 _IMAGE_NAME = re.compile(r"^subtask(?P<index>\d+)_(?P<view>front|left|back|right)\.png$")
 _SUBTASK_HEAD = re.compile(r"^Subtask\s*(?P<index>\d{1,9})\s*:\s*(?P<subtask>\[[^\[\]]*\])\s*(?:\((?P<model>[^()]*)\))?\s*$")
 _INFO_FIELDS = ("Analysis", "Feedback", "Inventory")

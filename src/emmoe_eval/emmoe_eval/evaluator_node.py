@@ -36,11 +36,12 @@ from std_srvs.srv import Trigger
 
 from emmoe_interfaces.msg import RunScore, StepRecord
 from emmoe_eval.benchmark_qos import scores_qos, steps_qos
-from emmoe_eval.ros_helpers import declare_config, spin_node
-from emmoe_eval.topics import SCORES_TOPIC, STEPS_TOPIC
+from emmoe_core.ros_helpers import declare_config, spin_node
+from emmoe_core.topics import SCORES_TOPIC, STEPS_TOPIC
 from emmoe_eval.recorder import Evaluator, EvaluatorConfig
 from emmoe_eval.records import image_to_array, run_info_from_record, step_from_record, view_arrays
-from emmoe_eval.videos import VIDEO_TOPICS, VideoConfig, VideoRecorder
+from emmoe_core.topics import VIDEO_TOPICS
+from emmoe_eval.videos import VideoConfig, VideoRecorder
 
 
 

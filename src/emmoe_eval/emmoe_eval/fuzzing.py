@@ -38,7 +38,7 @@ from typing import Any
 
 from emmoe_eval.conversation import CONVERSATION_FILE, ConversationError, read_conversation
 from emmoe_eval.dataset import INFO_FILE, KEYPATH_FILE, SCENE_FILE, DatasetError, find_task, read_info, read_keypaths
-from emmoe_eval.json_text import JSONTextError, TextFileError, decode_json, read_text_file
+from emmoe_core.json_text import JSONTextError, TextFileError, decode_json, read_text_file
 from emmoe_eval.records import RunInfo
 from emmoe_eval.runs import (END_REASONS, RUN_INFO_FILE, SCORE_FILE, TRAJECTORY_FILE, Step, parse_trajectory,
                              planner_result)

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from emmoe_eval.dataset import Keypath
-from emmoe_eval.names import AliasTable, normalize
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.names import AliasTable, normalize
+from emmoe_core.protocol import SubtaskText
 from emmoe_eval.runs import Step
 
 _INSTANCE_SUFFIX = re.compile(r"[_ ]\d+$")

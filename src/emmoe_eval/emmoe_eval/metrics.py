@@ -42,7 +42,7 @@ from typing import Any
 from emmoe_eval.dataset import Task, TaskAttributes, default_task_attributes
 from emmoe_eval.matching import KeypathMatcher, NameIndex, ScoringError, release_name_table
 from emmoe_eval.measures import MEASURES, Measure, MeasureContext, register_measure
-from emmoe_eval.names import AliasTable, default_alias_table
+from emmoe_core.names import AliasTable, default_alias_table
 from emmoe_eval.runs import Run
 from emmoe_eval.scoring import (COMPAT_MODES, UNCLASSIFIED, RunOutcome, ScoringConfig, StepResult, release_replans,
                                 score_run, scored_steps, step_error_type)

@@ -35,7 +35,8 @@ from PIL import Image
 
 from emmoe_eval.bags import StepBagWriter, end_marker_record, serialize_record
 from emmoe_eval.conversation import CONVERSATION_FILE, conversation_from_steps, write_conversation
-from emmoe_eval.dataset import VIEWS, DatasetError, Task, default_task_attributes, find_task, image_name
+from emmoe_core.protocol import VIEWS
+from emmoe_eval.dataset import DatasetError, Task, default_task_attributes, find_task, image_name
 from emmoe_eval.metrics import COMPAT_MODES, ScoringConfig, make_matchers, score_run
 from emmoe_eval.records import RunInfo
 from emmoe_eval.runs import (END_REASONS, RUN_INFO_FILE, SCORE_FILE, TRAJECTORY_FILE, WRITE_FAILURE, Run, Step,

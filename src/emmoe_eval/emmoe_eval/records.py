@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from emmoe_eval.dataset import VIEWS, image_name
-from emmoe_eval.protocol import SUCCESS_FEEDBACK
+from emmoe_core.protocol import VIEWS
+
+from emmoe_eval.dataset import image_name
+from emmoe_core.protocol import SUCCESS_FEEDBACK
 from emmoe_eval.runs import Step
 
 _CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8UC1": 1, "8UC3": 3, "8UC4": 4}

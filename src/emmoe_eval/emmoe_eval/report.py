@@ -25,10 +25,11 @@ from matplotlib.ticker import MaxNLocator
 
 from emmoe_eval.compare import (INDEPENDENCE_NOTE, CompareError, Comparison, Conditions, Side, compare_sides,
                                 format_interval, read_conditions)
-from emmoe_eval.dataset import VIEWS, Task, subtask_images, task_sort_key
+from emmoe_core.protocol import VIEWS
+from emmoe_eval.dataset import Task, subtask_images, task_sort_key
 from emmoe_eval.experiments import Experiment
 from emmoe_eval.metrics import EXECUTED_ACTIONS, HEADLINE, UNCLASSIFIED, Evaluation, ScoringConfig
-from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES
+from emmoe_core.protocol import ERROR_CATEGORY, ERROR_TYPES
 from emmoe_eval.videos import video_files
 
 _METRIC_NAMES = {"SR": "success rate", "PLWSR": "path-length weighted SR", "TP": "task progress",

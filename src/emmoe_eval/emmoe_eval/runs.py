@@ -45,8 +45,8 @@ from types import TracebackType
 from typing import IO, Any
 
 from emmoe_eval.bag_recovery import unfinished_bag_folders
-from emmoe_eval.json_text import JSONTextError, TextFileError, decode_json, read_text_file, shown
-from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText
+from emmoe_core.json_text import JSONTextError, TextFileError, decode_json, read_text_file, shown
+from emmoe_core.protocol import SUCCESS_FEEDBACK, SubtaskText
 
 TRAJECTORY_FILE = "trajectory.jsonl"
 RUN_INFO_FILE = "run.json"

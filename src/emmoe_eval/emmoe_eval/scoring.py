@@ -21,9 +21,9 @@ from typing import Any
 
 from emmoe_eval.conversation import release_reconstruction
 from emmoe_eval.dataset import INFO_FILE, Task, TaskAttributes
-from emmoe_eval.json_text import TextFileError, read_text_file
+from emmoe_core.json_text import TextFileError, read_text_file
 from emmoe_eval.matching import KeypathMatcher
-from emmoe_eval.protocol import ERROR_CATEGORY, SUCCESS_FEEDBACK, classify_feedback
+from emmoe_core.protocol import ERROR_CATEGORY, SUCCESS_FEEDBACK, classify_feedback
 from emmoe_eval.runs import Run, Step
 
 COMPAT_MODES: tuple[str, ...] = ("default", "official")

@@ -23,7 +23,7 @@ import numpy as np
 
 from emmoe_eval.dataset import task_sort_key
 from emmoe_eval.measures import Measure, ratio, register_measure
-from emmoe_eval.protocol import ACTIONS, ERROR_CATEGORY, ERROR_TYPES
+from emmoe_core.protocol import ACTIONS, ERROR_CATEGORY, ERROR_TYPES
 from emmoe_eval.scoring import UNCLASSIFIED, RunOutcome
 
 EXECUTED_ACTIONS: tuple[str, ...] = tuple(action for action in ACTIONS if action != "End")

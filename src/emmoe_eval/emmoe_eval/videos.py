@@ -26,12 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from emmoe_eval.topics import HEAD_VIDEO_TOPIC, THIRD_PERSON_VIDEO_TOPIC
+from emmoe_core.topics import VIDEO_TOPICS
 
 STREAMS: tuple[str, ...] = ("head", "third")
 FOURCC = "mp4v"
-# Stream -> the topic the bridge publishes it on while someone subscribes (habitat_bridge.bridge_node).
-VIDEO_TOPICS: dict[str, str] = {"head": HEAD_VIDEO_TOPIC, "third": THIRD_PERSON_VIDEO_TOPIC}
 _VIDEO_FILE = re.compile(r"^(subtask\d+|run)_(" + "|".join(STREAMS) + r")\.mp4$")
 
 

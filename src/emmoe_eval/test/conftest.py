@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, write_task
-from emmoe_eval.protocol import feedback_for, parse_subtask
+from emmoe_core.protocol import feedback_for, parse_subtask
 from emmoe_eval.runs import Step, write_trajectory
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from emmoe_eval.dataset import (DatasetError, find_task, format_info, load_task_attributes, load_tasks, parse_info,
                                 parse_keypaths, read_info, read_keypaths, resolve_data_root, subtask_images, write_task)
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.protocol import SubtaskText
 from emmoe_eval.training_data import read_dpo, read_sft, write_dpo, write_sft
 
 # The release's scene.json example, kept with the habitat_bridge tests (from the EMMOE release, Apache-2.0).

@@ -13,8 +13,8 @@ from emmoe_eval.conversation import conversation_from_steps, write_conversation
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, Task, TaskAttributes
 from emmoe_eval.experiments import load_experiment
 from emmoe_eval.metrics import KeypathMatcher, NameIndex, ScoringConfig, evaluate, release_name_table
-from emmoe_eval.names import default_alias_table
-from emmoe_eval.protocol import parse_subtask
+from emmoe_core.names import default_alias_table
+from emmoe_core.protocol import parse_subtask
 from emmoe_eval.records import end_reason_of, is_end_marker, step_from_record
 from emmoe_eval.runs import Run, Step, read_trajectory, write_trajectory
 

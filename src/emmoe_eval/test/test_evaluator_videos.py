@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from emmoe_eval.benchmark_qos import scores_qos, steps_qos
-from emmoe_eval.ros_helpers import WaitStatus, spin_until
+from emmoe_core.ros_helpers import WaitStatus, spin_until
 
-from emmoe_eval.topics import HEAD_VIDEO_TOPIC, THIRD_PERSON_VIDEO_TOPIC
+from emmoe_core.topics import HEAD_VIDEO_TOPIC, THIRD_PERSON_VIDEO_TOPIC
 from emmoe_eval.videos import read_frames
 
 pytestmark = pytest.mark.ros

@@ -24,7 +24,7 @@ from emmoe_eval.cli import main
 from emmoe_eval.conversation import read_conversation_run
 from emmoe_eval.dataset import DatasetError, load_tasks, parse_info, parse_keypaths
 from emmoe_eval.fuzzing import FILE_KINDS, fuzz, lay_out, read
-from emmoe_eval.json_text import JSONTextError, decode_json
+from emmoe_core.json_text import JSONTextError, decode_json
 from emmoe_eval.runs import read_trajectory
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,8 +9,8 @@ import pytest
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, Task, TaskAttributes
 from emmoe_eval.metrics import (KeypathMatcher, NameIndex, ScoringConfig, ScoringError, evaluate, score_run,
                                 step_error_type)
-from emmoe_eval.names import default_alias_table
-from emmoe_eval.protocol import parse_subtask
+from emmoe_core.names import default_alias_table
+from emmoe_core.protocol import parse_subtask
 from emmoe_eval.runs import Run, Step
 
 NO_ATTRIBUTES = TaskAttributes({})

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, Task, TaskAttributes
 from emmoe_eval.metrics import COMPAT_MODES, KeypathMatcher, NameIndex, ScoringConfig, evaluate
-from emmoe_eval.names import default_alias_table, normalize
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.names import default_alias_table, normalize
+from emmoe_core.protocol import SubtaskText
 from emmoe_eval.runs import Run, Step
 
 # Names with aliases shared across entries ("can", "box", "table") and plain aliases; runs may also name "pantry",

@@ -51,7 +51,7 @@ import pytest
 from emmoe_eval.cli import main
 from emmoe_eval.conversation import LIVE_REQUEST_LINE, format_round
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, write_task
-from emmoe_eval.protocol import parse_subtask
+from emmoe_core.protocol import parse_subtask
 
 TASKS = {
     ("train", "5"): ("put the red box into the fridge", 6,

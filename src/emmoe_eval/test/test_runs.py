@@ -11,7 +11,7 @@ from emmoe_eval.conversation import (LIVE_REQUEST_LINE, conversation_from_steps,
                                      parse_round, read_conversation, read_conversation_run, release_reconstruction,
                                      steps_from_conversation, write_conversation)
 from emmoe_eval.experiments import ExperimentError, load_experiment
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.protocol import SubtaskText
 from emmoe_eval.runs import RunFormatError, Step, TrajectoryWriter, read_trajectory, write_trajectory
 
 

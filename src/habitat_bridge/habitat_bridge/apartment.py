@@ -19,8 +19,8 @@ import re
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field, replace
 
-from emmoe_eval.names import default_alias_table, normalize
-from emmoe_eval.robot import fetch
+from emmoe_core.names import default_alias_table, normalize
+from emmoe_core.robot import fetch
 
 from habitat_bridge import catalog, furniture, layout, occupancy
 from habitat_bridge.official import OfficialEpisode, receptacle_canonical

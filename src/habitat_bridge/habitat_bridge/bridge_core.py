@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from emmoe_eval.robot.messages import fill_pose, snapshot_to_query
-from emmoe_eval.robot.scene import snapshot_of
-from emmoe_eval.robot.state import VIEWS, BackendError, Pose, RobotState, UnknownNameError
+from emmoe_core.robot.messages import fill_pose, snapshot_to_query
+from emmoe_core.robot.scene import snapshot_of
+from emmoe_core.robot.state import VIEWS, BackendError, Pose, RobotState, UnknownNameError
 from emmoe_interfaces.msg import VisibleObjects
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from geometry_msgs.msg import Pose as PoseMsg

@@ -42,8 +42,8 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-from emmoe_eval.ros_helpers import declare_config, spin_node
-from emmoe_eval.topics import (
+from emmoe_core.ros_helpers import declare_config, spin_node
+from emmoe_core.topics import (
     CLOCK_TOPIC,
     CMD_VEL_TOPIC,
     GET_OBSERVATION_SERVICE,
@@ -53,7 +53,7 @@ from emmoe_eval.topics import (
     RESET_EPISODE_SERVICE,
     camera_topic,
 )
-from emmoe_eval.videos import VIDEO_TOPICS
+from emmoe_core.topics import VIDEO_TOPICS
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry

@@ -1,6 +1,6 @@
 """What the embedded apartment is made of: YCB-like objects and ReplicaCAD-like furniture, by canonical name.
 
-Canonical names are the entries of the EMMOE alias table (`emmoe_eval.names`). Object sizes are the real YCB object
+Canonical names are the entries of the EMMOE alias table (`emmoe_core.names`). Object sizes are the real YCB object
 dimensions in metres (bounding box: length x width x height, standing upright); colours are the objects' dominant
 colours, which the alias table's colour words refer to ("blue can" is the master chef can, "red box" the cracker box,
 "green can" the potted meat can). Furniture sizes are typical ReplicaCAD apartment sizes.

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, replace
 
 import numpy as np
-from emmoe_eval.robot.layout import (
+from emmoe_core.robot.layout import (
     FurnitureLayout,
     PartLayout,
     SceneLayout,
@@ -87,7 +87,7 @@ def world_surfaces(spec: SceneSpec) -> list[WorldSurface]:
 
 
 def scene_layout(spec: SceneSpec) -> SceneLayout:
-    """The spec as the privileged skills see it (emmoe_eval.robot.layout): furniture with their doors and drawers,
+    """The spec as the privileged skills see it (emmoe_core.robot.layout): furniture with their doors and drawers,
     and every support region (world_surfaces, in that order)."""
     pieces = []
     for piece in spec.furniture:

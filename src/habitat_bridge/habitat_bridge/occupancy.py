@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.grid import OccupancyGrid
+from emmoe_core.robot import fetch
+from emmoe_core.robot.grid import OccupancyGrid
 
 from habitat_bridge import layout
 from habitat_bridge.scene_spec import SceneSpec

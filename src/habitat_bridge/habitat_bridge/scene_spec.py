@@ -21,7 +21,7 @@ floor (see habitat_bridge.furniture for each model's local frame). An object res
 (`surface`) of its `receptacle` (a furniture name, or an articulation name for drawers); `offset` is its position in
 that region relative to the region's centre (null: the backend samples one from the spec's seed); `inside` says
 whether that region is inside a container and must agree with the region. Canonical names are entries of the EMMOE
-alias table (emmoe_eval.names). Articulations default to the release's thresholds: doors 0.8 rad, drawers 0.25 m.
+alias table (emmoe_core.names). Articulations default to the release's thresholds: doors 0.8 rad, drawers 0.25 m.
 
 Validation errors name the offending field, e.g. ``furniture[2].size: expected 3 positive numbers, got [1, 0, 2]``.
 The official EMMOE/Habitat RearrangeDataset scene.json form is recognised too (see habitat_bridge.official).
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from emmoe_eval.names import default_alias_table
+from emmoe_core.names import default_alias_table
 
 from habitat_bridge import catalog
 from habitat_bridge.scene_elements import (

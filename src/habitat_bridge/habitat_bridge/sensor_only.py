@@ -1,6 +1,6 @@
 """The sensor-only view of a backend: what skills get in the no_background setting.
 
-`SensorOnlyRobot` passes through the robot interface (emmoe_eval.robot.interface.Robot: stepping, odometry and joint
+`SensorOnlyRobot` passes through the robot interface (emmoe_core.robot.interface.Robot: stepping, odometry and joint
 states, the cameras, base, arm, torso, head and gripper commands, the contact force) and refuses everything else:
 object and container states, the occupancy grid, the scene layout, arm collision checks against the furniture,
 container actuation, teleports and name resolution raise PrivilegedAccessError, which ends the skill attempt with the
@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from emmoe_eval.robot.state import VIEWS, Observation, PrivilegedAccessError, RobotState
+from emmoe_core.robot.state import VIEWS, Observation, PrivilegedAccessError, RobotState
 
 from habitat_bridge.backends.base import SimBackend
 

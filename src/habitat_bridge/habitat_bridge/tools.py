@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from emmoe_eval.robot.state import VIEWS
+from emmoe_core.robot.state import VIEWS
 
 from habitat_bridge import apartment, layout, topdown
 from habitat_bridge.official import OfficialEpisode, is_official_scene, parse_official_episode
@@ -36,11 +36,11 @@ class SceneChoice:
 
 
 def default_tasks_file() -> Path | None:
-    """The EMMOE-100 task list: $HOMIEBOT_DATA/emmoe100_tasks.tsv, else the copy shipped with emmoe_eval."""
+    """The EMMOE-100 task list: $HOMIEBOT_DATA/emmoe100_tasks.tsv, else the copy shipped with emmoe_core."""
     candidates = []
     if os.environ.get("HOMIEBOT_DATA"):
         candidates.append(Path(os.environ["HOMIEBOT_DATA"]) / TASKS_FILE_NAME)
-    candidates.append(Path(str(resources.files("emmoe_eval").joinpath("data", TASKS_FILE_NAME))))
+    candidates.append(Path(str(resources.files("emmoe_core").joinpath("data", TASKS_FILE_NAME))))
     return next((path for path in candidates if path.is_file()), None)
 
 

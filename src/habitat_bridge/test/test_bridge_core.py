@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from emmoe_eval.robot.state import BackendError
+from emmoe_core.robot.state import BackendError
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 
 from habitat_bridge import bridge_core

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emmoe_eval.topics import HEAD_VIDEO_TOPIC, THIRD_PERSON_VIDEO_TOPIC
+from emmoe_core.topics import HEAD_VIDEO_TOPIC, THIRD_PERSON_VIDEO_TOPIC
 from habitat_bridge import bridge_core
 from habitat_bridge.scene_spec import SceneSpec, save_scene_spec
 

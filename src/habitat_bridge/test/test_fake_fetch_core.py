@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from emmoe_eval.robot import fetch
+from emmoe_core.robot import fetch
 
 from habitat_bridge.fetch.fake_fetch import FakeFetchConfig, FakeFetchCore
 from habitat_bridge.scene_spec import SceneSpec

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from emmoe_eval.robot import fetch  # noqa: E402
-from emmoe_eval.robot.state import BackendError, CameraView  # noqa: E402
+from emmoe_core.robot import fetch  # noqa: E402
+from emmoe_core.robot.state import BackendError, CameraView  # noqa: E402
 
 from habitat_bridge.fetch.backend import FetchBackend, FetchBackendConfig  # noqa: E402
 from habitat_bridge.fetch.config import FetchConfig  # noqa: E402

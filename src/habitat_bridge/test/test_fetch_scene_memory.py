@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from emmoe_eval.robot.state import UnknownNameError
+from emmoe_core.robot.state import UnknownNameError
 
 from habitat_bridge.fetch.scene_memory import SceneMemory
 from habitat_bridge.scene_spec import SceneSpec

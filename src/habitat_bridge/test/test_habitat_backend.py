@@ -423,7 +423,7 @@ def test_occupancy_from_the_navmesh_is_flipped_into_z_up(loaded: HabitatBackend)
 
 def test_missing_habitat_is_a_clear_backend_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "habitat", None)
-    from emmoe_eval.robot.state import BackendError
+    from emmoe_core.robot.state import BackendError
 
     with pytest.raises(BackendError, match="needs habitat-lab and habitat-sim"):
         HabitatModules.load()

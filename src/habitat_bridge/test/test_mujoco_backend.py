@@ -9,7 +9,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from emmoe_eval.robot.state import VIEWS, BackendError, UnknownNameError
+from emmoe_core.robot.state import VIEWS, BackendError, UnknownNameError
 
 from habitat_bridge import apartment
 from habitat_bridge.backends.mujoco_backend import MujocoBackend

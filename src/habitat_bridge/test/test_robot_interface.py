@@ -1,4 +1,4 @@
-"""Every backend implements the robot/skill interface of emmoe_eval.robot (Robot and PrivilegedScene) method by
+"""Every backend implements the robot/skill interface of emmoe_core.robot (Robot and PrivilegedScene) method by
 method, with the interface's parameter names."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from emmoe_eval.robot.interface import PrivilegedScene, Robot
+from emmoe_core.robot.interface import PrivilegedScene, Robot
 
 from habitat_bridge.backends.habitat_backend import HabitatBackend
 from habitat_bridge.backends.mujoco_backend import MujocoBackend

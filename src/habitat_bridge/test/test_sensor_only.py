@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.interface import Robot
-from emmoe_eval.robot.state import PrivilegedAccessError, RobotState
+from emmoe_core.robot import fetch
+from emmoe_core.robot.interface import Robot
+from emmoe_core.robot.state import PrivilegedAccessError, RobotState
 
 from habitat_bridge.sensor_only import PRIVILEGED, SensorOnlyRobot
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from emmoe_eval.dataset import TEST_IDS, TRAIN_IDS, write_task
-from emmoe_eval.names import default_alias_table
-from emmoe_eval.protocol import SUCCESS_FEEDBACK
+from emmoe_core.names import default_alias_table
+from emmoe_core.protocol import SUCCESS_FEEDBACK
 
 from homiebot.task_definitions import (
     TaskDefinition,

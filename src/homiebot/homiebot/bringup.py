@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emmoe_eval.dds_guard import PROFILE_VARIABLE, discovery_problem, loopback_environment
-from emmoe_eval.topics import EVALUATOR_NODE
+from emmoe_core.dds_guard import PROFILE_VARIABLE, discovery_problem, loopback_environment
+from emmoe_core.topics import EVALUATOR_NODE
 
 from homiebot.conditions import DEFAULT_CONDITIONS, conditions_overrides
 from homiebot.setting import STACK_NODE, setting_overrides
@@ -166,7 +166,7 @@ def stack_environment(domain_id: int | None) -> dict[str, str]:
 
     ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT with the Fast DDS profile FASTDDS_DEFAULT_PROFILES_FILE names (a
     robot-LAN profile, docs/deployment.md), else the loopback profile: rmw_fastrtps applies it untouched, so every
-    DDS socket is bound to 127.0.0.1. Each node checks the result before it starts (emmoe_eval.dds_guard).
+    DDS socket is bound to 127.0.0.1. Each node checks the result before it starts (emmoe_core.dds_guard).
     """
     environment = loopback_environment(os.environ.get(DDS_PROFILE_VARIABLE, "").strip() or dds_profile_path())
     if domain_id is not None:
@@ -177,7 +177,7 @@ def stack_environment(domain_id: int | None) -> dict[str, str]:
 
 
 def require_loopback_stack(error: type[Exception]) -> None:
-    """Raise `error` with the DDS guard's message (emmoe_eval.dds_guard) unless this process's client node and the
+    """Raise `error` with the DDS guard's message (emmoe_core.dds_guard) unless this process's client node and the
     nodes of a stack it starts (stack_environment) may start."""
     for environ in (os.environ, {**os.environ, **stack_environment(None)}):
         problem = discovery_problem(environ)

@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emmoe_core.protocol import VIEWS
 from emmoe_eval.dataset import (
     INFO_FILE,
     KEYPATH_FILE,
     LOCATIONS_FILE,
     SCENE_FILE,
-    VIEWS,
     VISIBLE_FILE,
     InfoTrajectory,
     Task,

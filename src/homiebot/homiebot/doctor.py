@@ -99,9 +99,9 @@ def check_distributions(names: tuple[str, ...] = REPORTED_DISTRIBUTIONS) -> Chec
 
 
 def check_discovery_range(environ: dict[str, str] | None = None) -> Check:
-    """DDS traffic must stay on this machine (emmoe_eval.dds_guard: SYSTEM_DEFAULT with the loopback Fast DDS
+    """DDS traffic must stay on this machine (emmoe_core.dds_guard: SYSTEM_DEFAULT with the loopback Fast DDS
     profile, or LOCALHOST); every node refuses to start otherwise."""
-    from emmoe_eval.dds_guard import PROFILE_VARIABLE, RANGE_VARIABLE, discovery_reason, what_to_set
+    from emmoe_core.dds_guard import PROFILE_VARIABLE, RANGE_VARIABLE, discovery_reason, what_to_set
 
     environ = dict(os.environ) if environ is None else environ
     reason = discovery_reason(environ)

@@ -70,7 +70,7 @@ def replay(definition: TaskDefinition, scene: Mapping[str, Any], backend: Any = 
     """Run the expert steps in the scene and yield each outcome (the backend is reset to the scene first).
 
     `setting` "no_background" runs the sensor-only skills on the backend's sensor-only view instead of M3."""
-    from emmoe_eval.robot.scene import snapshot_of
+    from emmoe_core.robot.scene import snapshot_of
     from habitat_bridge.backends.mujoco_backend import MujocoBackend
     from habitat_bridge.scene_spec import SceneSpec
     from habitat_bridge.sensor_only import SensorOnlyRobot

@@ -1,7 +1,7 @@
 """`homiebot run --ray` / `homiebot collect --ray`: the pending runs of an experiment fanned out over a Ray cluster.
 
 Every pending (task, run) pair is one Ray task. Wherever Ray places it, the task leases a ROS_DOMAIN_ID that no
-other stack on that node holds (emmoe_eval.ros_domains: a lock file per id in the node's /tmp, so two stacks on one
+other stack on that node holds (emmoe_core.ros_domains: a lock file per id in the node's /tmp, so two stacks on one
 node never share a domain), brings up one whole stack through `runner.run_benchmark` (every node process on
 loopback-only DDS, as locally), runs the episode and returns the run folder's files; the driver writes them into the
 experiment folder, which is therefore laid out exactly like a local run's and resumes the same way (finished runs
@@ -87,7 +87,7 @@ def homiebot_run(config: RunnerConfig, task_id: str, run_index: int, shared_out:
     import ray
 
     node = f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
-    from emmoe_eval.dds_guard import discovery_problem
+    from emmoe_core.dds_guard import discovery_problem
 
     problem = discovery_problem()
     if problem is not None:

@@ -1,6 +1,6 @@
 """Action clients used by the CLI: send one goal, stream its feedback, return its result.
 
-`call_action` wraps emmoe_eval.ros_helpers.send_action_goal for a private client node (time-out, cancellation on
+`call_action` wraps emmoe_core.ros_helpers.send_action_goal for a private client node (time-out, cancellation on
 Ctrl-C) and turns every failure into an ActionCallError with a message for the user, so the CLI commands stay thin.
 """
 
@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from emmoe_eval.dds_guard import discovery_problem
+from emmoe_core.dds_guard import discovery_problem
 
 # Seconds a CLI client keeps spinning after an action's result, for feedback that was sent just before it.
 FEEDBACK_DRAIN_S = 0.3
@@ -22,7 +22,7 @@ class ActionCallError(RuntimeError):
 
 
 def require_loopback_discovery(environ: Mapping[str, str] | None = None) -> None:
-    """Refuse to start nodes whose DDS traffic could leave this machine (emmoe_eval.dds_guard: LOCALHOST, or
+    """Refuse to start nodes whose DDS traffic could leave this machine (emmoe_core.dds_guard: LOCALHOST, or
     SYSTEM_DEFAULT with the loopback Fast DDS profile); the error says what to set."""
     problem = discovery_problem(environ)
     if problem is not None:
@@ -51,8 +51,8 @@ def call_action(action_type: Any, action_name: str, goal: Any, timeout_s: float,
         KeyboardInterrupt: after cancelling the goal (Ctrl-C).
     """
     require_loopback_discovery()
-    from emmoe_eval.ros_helpers import CallStatus, private_node, send_action_goal
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.ros_helpers import CallStatus, private_node, send_action_goal
+    from emmoe_core.action_client import ActionClient
 
     with private_node(node_name) as private:
         client = ActionClient(private.node, action_type, action_name)

@@ -1,7 +1,7 @@
 """`homiebot run`: the EMMOE benchmark through the real ROS 2 stack.
 
 For each job (`--jobs N`), one complete stack (simulator with skill servers, monitor, executor, evaluator, planner)
-runs as separate processes on its own ROS_DOMAIN_ID, leased for the run (emmoe_eval.ros_domains) so that no other
+runs as separate processes on its own ROS_DOMAIN_ID, leased for the run (emmoe_core.ros_domains) so that no other
 stack on the machine shares it. Pending (task, run) pairs are shared out between the jobs; each pair is one RunTask
 goal on that stack's /emmoe/run_task. The evaluator node writes every run to `<out>/<task>/<run>/` as it goes
 (trajectory.jsonl, views, episode.mcap, conversation.json, score.json), so a rerun skips the runs that have a
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emmoe_eval import topics
+from emmoe_core import topics
 from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
-from emmoe_eval.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
+from emmoe_core.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
 from emmoe_eval.runs import NOT_PLANNER_RESULTS, WRITE_FAILURE
 
 from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
@@ -239,7 +239,7 @@ class Stack:
     def start(self, timeout_s: float) -> None:
         """Start the processes and wait until the planner's /emmoe/run_task is served."""
         import rclpy
-        from emmoe_eval.action_client import ActionClient
+        from emmoe_core.action_client import ActionClient
         from rclpy.context import Context
         from emmoe_eval.benchmark_qos import scores_qos
 
@@ -279,7 +279,7 @@ class Stack:
 
     def run_task(self, task_id: str, run_index: int, max_steps: int, timeout_s: float) -> Any:
         """One RunTask goal; returns its result or raises RunnerError (NodeDied when a node process exits)."""
-        from emmoe_eval.ros_helpers import CallStatus, send_action_goal
+        from emmoe_core.ros_helpers import CallStatus, send_action_goal
 
         from emmoe_interfaces.action import RunTask
 
@@ -327,7 +327,7 @@ class Stack:
         Raises:
             RunnerError: when no score arrives in time (NodeDied when a node process exits meanwhile).
         """
-        from emmoe_eval.ros_helpers import WaitStatus, spin_until
+        from emmoe_core.ros_helpers import WaitStatus, spin_until
 
         key = (task_id, run_index)
         executor = self._executor()
@@ -348,7 +348,7 @@ class Stack:
 
         Returns whether the evaluator could be asked (it cannot when it is the node that died).
         """
-        from emmoe_eval.ros_helpers import call_service
+        from emmoe_core.ros_helpers import call_service
         from std_srvs.srv import Trigger
 
         if died.endswith(EVALUATOR_NODE):

@@ -3,7 +3,7 @@ habitat_bridge node and the five skill servers.
 
 It lives in the bringup package because it composes two packages that do not know each other: habitat_bridge (the
 backend and bridge node) and homiebot_executor (the skill servers, which drive the backend only through the
-robot/skill interface of emmoe_eval.robot).
+robot/skill interface of emmoe_core.robot).
 
 Standard ROS 2 composition: several nodes, one MultiThreadedExecutor, one process, so the privileged (M3) skills
 call the backend object directly while every interface stays a real ROS one (/sim/* services from the bridge,
@@ -231,7 +231,7 @@ def fetch_backend(options: dict[str, Any], setting: str, **node_kwargs: Any) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the stack until interrupted (ROS arguments such as --ros-args --params-file are honoured)."""
-    from emmoe_eval.ros_helpers import declare_parameters, spin_node
+    from emmoe_core.ros_helpers import declare_parameters, spin_node
     from rclpy.node import Node
     from rclpy.utilities import remove_ros_args
 

@@ -10,7 +10,7 @@ expanded here:
 
 Expanded keypaths that mean the same thing through the alias table ("sink" and "kitchen_counter" are one entry) are
 kept once. An expert step may declare the error it is designed to fail with (`[subtask, model, analysis, L3]`); its
-info.txt block then carries that error's exact feedback (`emmoe_eval.protocol.feedback_for`) and the next step is its
+info.txt block then carries that error's exact feedback (`emmoe_core.protocol.feedback_for`) and the next step is its
 re-plan.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, Keypath
-from emmoe_eval.names import default_alias_table
-from emmoe_eval.protocol import ACTIONS, ERROR_TYPES, MODELS, SUCCESS_FEEDBACK, SubtaskText, feedback_for, \
+from emmoe_core.names import default_alias_table
+from emmoe_core.protocol import ACTIONS, ERROR_TYPES, MODELS, SUCCESS_FEEDBACK, SubtaskText, feedback_for, \
     parse_subtask
 
 # Most keypaths one task may expand to (a guard against a definition that explodes combinatorially).

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from emmoe_eval.dataset import default_task_attributes, load_tasks, read_info
-from emmoe_eval.protocol import classify_feedback
+from emmoe_core.protocol import classify_feedback
 
 from homiebot.benchmark_tasks import (
     TaskDefinitionError,

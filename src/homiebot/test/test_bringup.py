@@ -126,7 +126,7 @@ def test_an_unknown_setting_is_refused():
 
 
 def test_stack_processes_get_the_loopback_dds_profile_unless_one_is_chosen(monkeypatch):
-    from emmoe_eval.dds_guard import discovery_problem, profile_problems
+    from emmoe_core.dds_guard import discovery_problem, profile_problems
 
     for unset in (None, ""):
         if unset is None:

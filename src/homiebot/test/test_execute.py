@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from emmoe_eval.protocol import SubtaskText, default_model
+from emmoe_core.protocol import SubtaskText, default_model
 
 ROOT = Path(__file__).resolve().parents[3]
 

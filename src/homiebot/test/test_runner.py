@@ -293,7 +293,7 @@ def test_the_runner_learns_that_a_run_ended_through_ros_only(tmp_path, ros_domai
 
 
 def test_an_explicit_domain_held_by_another_stack_is_refused(tmp_path):
-    from emmoe_eval.ros_domains import lease_domain
+    from emmoe_core.ros_domains import lease_domain
 
     with lease_domain() as held:
         config = RunnerConfig(tasks="91", runs=1, planner="expert", out=tmp_path / "exp", data_dir=DATA,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from emmoe_eval.dataset import read_task
-from emmoe_eval.names import default_alias_table
+from emmoe_core.names import default_alias_table
 from habitat_bridge.backends.mujoco_backend import MujocoBackend
 from habitat_bridge.backends.mujoco_config import MujocoBackendConfig
 from habitat_bridge.scene_spec import load_scene_spec

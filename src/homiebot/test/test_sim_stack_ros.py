@@ -16,7 +16,7 @@ pytestmark = pytest.mark.ros
 def test_subtasks_run_on_the_simulated_robot(ros_context, ros_process):
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.node import Node
 
@@ -64,8 +64,8 @@ def test_subtasks_run_on_the_simulated_robot(ros_context, ros_process):
 def test_no_background_runs_the_sensor_skills_and_m3_refuses(ros_context):
     """In no_background the four model servers share the sensor-only skills (a --remote still wins), and m3
     answers every goal PRIVILEGED_REFUSED through its action server without touching the robot."""
-    from emmoe_eval.action_client import ActionClient
-    from emmoe_eval.ros_helpers import send_action_goal
+    from emmoe_core.action_client import ActionClient
+    from emmoe_core.ros_helpers import send_action_goal
     from emmoe_interfaces.action import Manipulate
     from habitat_bridge.sensor_only import SensorOnlyRobot
     from homiebot_executor.policies.remote import RemotePolicy

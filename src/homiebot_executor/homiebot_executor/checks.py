@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from emmoe_eval.protocol import ACTIONS, FEEDBACK_STYLES, MODELS, SubtaskText, feedback_for
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.protocol import ACTIONS, FEEDBACK_STYLES, MODELS, SubtaskText, feedback_for
+from emmoe_core.robot.scene import SceneSnapshot
 
-from emmoe_eval.robot.naming import (
+from emmoe_core.robot.naming import (
     ENCLOSED_CANONICALS,
     FAR_THRESHOLD_M,
     NEAR_THRESHOLD_M,

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import feedback_for
+from emmoe_core.names import AliasTable, default_alias_table
+from emmoe_core.protocol import feedback_for
 
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 

@@ -19,7 +19,7 @@ stays missing for many goals: one warning, not one per goal; the later goals are
 after the monitor has answered in between. Execution errors (E1-E3) and faults are published on /emmoe/errors
 (emmoe_interfaces/ExecutionError, source "execution") by the executor.
 
-Parameters (ExecutorConfig's fields, emmoe_eval.ros_helpers.declare_config): check_order ("spec" | "release"),
+Parameters (ExecutorConfig's fields, emmoe_core.ros_helpers.declare_config): check_order ("spec" | "release"),
 far_threshold, near_threshold, feedback_style, check_model (used by the fallback checks; give the monitor the same),
 max_attempts, put_retries ("paper" | "release"), routing ("background" | "model"), model_mismatch ("fallback" |
 "strict"), service_timeout_s, skill_timeout_s, server_wait_s, check_timeout_s, monitor_wait_s. Run:
@@ -35,15 +35,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from emmoe_eval.action_client import ActionClient
-from emmoe_eval.protocol import SubtaskText
-from emmoe_eval.ros_helpers import CallStatus, WaitStatus, call_service, declare_config, send_action_goal, spin_node, \
+from emmoe_core.action_client import ActionClient
+from emmoe_core.protocol import SubtaskText
+from emmoe_core.ros_helpers import CallStatus, WaitStatus, call_service, declare_config, send_action_goal, spin_node, \
     wait_for_future
-from emmoe_eval.topics import CHECK_SUBTASK_SERVICE as CHECK_SERVICE
-from emmoe_eval.topics import ERRORS_TOPIC, SUBTASK_ACTION
-from emmoe_eval.topics import QUERY_SCENE_SERVICE as QUERY_SERVICE
-from emmoe_eval.robot.messages import snapshot_from_query
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.topics import CHECK_SUBTASK_SERVICE as CHECK_SERVICE
+from emmoe_core.topics import ERRORS_TOPIC, SUBTASK_ACTION
+from emmoe_core.topics import QUERY_SCENE_SERVICE as QUERY_SERVICE
+from emmoe_core.robot.messages import snapshot_from_query
+from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene

@@ -1,6 +1,6 @@
 """Conversions between emmoe_interfaces messages and the executor's plain types (no rclpy; message modules only).
 
-QueryScene responses are read with emmoe_eval.robot.messages.snapshot_from_query (the one scene conversion, shared
+QueryScene responses are read with emmoe_core.robot.messages.snapshot_from_query (the one scene conversion, shared
 with the bridge).
 """
 
@@ -14,7 +14,7 @@ from emmoe_interfaces.msg import ExecutionError, Subtask
 from emmoe_interfaces.srv import CheckSubtask
 
 
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.protocol import SubtaskText
 from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
 

@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 
-from emmoe_eval.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, echoed, feedback_for, format_subtask
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.protocol import ERROR_CATEGORY, ERROR_TYPES, SubtaskText, echoed, feedback_for, format_subtask
+from emmoe_core.robot.scene import SceneSnapshot
 
 from homiebot_executor.checks import CheckConfig, CheckOutcome, check_subtask, held_names
-from emmoe_eval.robot.naming import NameResolver
+from emmoe_core.robot.naming import NameResolver
 from homiebot_executor.skills import SKILL_OF_ACTION
 
 INCIDENT_KINDS: tuple[str, ...] = ("drop", "contact", "timeout")

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from action_msgs.msg import GoalStatus, GoalStatusArray
-from emmoe_eval.protocol import SubtaskText
-from emmoe_eval.ros_helpers import WaitStatus, await_condition, await_future, declare_config, spin_node
-from emmoe_eval.topics import CHECK_SUBTASK_SERVICE, ERRORS_TOPIC, QUERY_SCENE_SERVICE, SUBTASK_FEEDBACK_TOPIC, \
+from emmoe_core.protocol import SubtaskText
+from emmoe_core.ros_helpers import WaitStatus, await_condition, await_future, declare_config, spin_node
+from emmoe_core.topics import CHECK_SUBTASK_SERVICE, ERRORS_TOPIC, QUERY_SCENE_SERVICE, SUBTASK_FEEDBACK_TOPIC, \
     SUBTASK_STATUS_TOPIC
-from emmoe_eval.robot.messages import snapshot_from_query
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.robot.messages import snapshot_from_query
+from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_interfaces.action import ExecuteSubtask
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene

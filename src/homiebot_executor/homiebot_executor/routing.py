@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from emmoe_eval.names import normalize
-from emmoe_eval.topics import skill_action
+from emmoe_core.names import normalize
+from emmoe_core.topics import skill_action
 
 SERVER_OF_MODEL: dict[str, str] = {"NoMaD": "nomad", "PixNav": "pixnav", "RT-1-X": "rt1x", "octo": "octo"}
 SERVERS: tuple[str, ...] = ("m3", "nomad", "pixnav", "rt1x", "octo")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
-from emmoe_eval.topics import skill_action
+from emmoe_core.topics import skill_action
 from emmoe_interfaces.action import Manipulate, Navigate
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle

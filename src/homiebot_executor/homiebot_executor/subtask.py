@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from emmoe_eval.protocol import SubtaskText
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.protocol import SubtaskText
+from emmoe_core.robot.scene import SceneSnapshot
 
 from homiebot_executor.checks import CheckConfig
 from homiebot_executor.execution import ExecutionConfig, inventory_after, run_attempts

@@ -10,8 +10,8 @@ from types import ModuleType
 
 import pytest
 
-from emmoe_eval.robot.scene import SceneSnapshot
-from emmoe_eval.robot.state import ContainerState, InstanceState, Pose
+from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.robot.state import ContainerState, InstanceState, Pose
 
 
 def kitchen(robot: tuple[float, float] = (0.0, 0.0), held: str = "", fridge_open: bool = False,

@@ -1,6 +1,6 @@
 """A stand-in simulator for tests and benchmarks: /sim/query_scene answered from a fixed SceneSnapshot.
 
-`StaticSceneServer` serves a snapshot (a small kitchen by default) through emmoe_eval.robot.messages, the bridge's
+`StaticSceneServer` serves a snapshot (a small kitchen by default) through emmoe_core.robot.messages, the bridge's
 own conversion, so the executor node can be exercised without MuJoCo. A test helper, not installed: tests get the
 module from the `static_scene` fixture (conftest.py) and run it as a process with
 `python src/homiebot_executor/test/static_scene.py [--held apple_0]`; it prints "static scene ready".
@@ -13,11 +13,11 @@ import math
 import sys
 from typing import Any
 
-from emmoe_eval.robot.messages import snapshot_to_query
-from emmoe_eval.robot.scene import SceneSnapshot
-from emmoe_eval.robot.state import ContainerState, InstanceState, Pose
-from emmoe_eval.ros_helpers import spin_node
-from emmoe_eval.topics import QUERY_SCENE_SERVICE
+from emmoe_core.robot.messages import snapshot_to_query
+from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.robot.state import ContainerState, InstanceState, Pose
+from emmoe_core.ros_helpers import spin_node
+from emmoe_core.topics import QUERY_SCENE_SERVICE
 from emmoe_interfaces.srv import QueryScene
 from rclpy.node import Node
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.protocol import SubtaskText
 from homiebot_executor.checks import CheckConfig, check_subtask
 
 

@@ -127,7 +127,7 @@ def test_inventory_names():
 
 
 def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_kitchen):
-    from emmoe_eval.protocol import SubtaskText
+    from emmoe_core.protocol import SubtaskText
     from homiebot_executor.monitor import CheckVerdict
     from homiebot_executor.subtask import SubtaskExecutor
 

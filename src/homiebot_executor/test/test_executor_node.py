@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from emmoe_eval.topics import ERRORS_TOPIC
+from emmoe_core.topics import ERRORS_TOPIC
 from homiebot_executor.executor_node import ExecutorConfig, ExecutorNode
 from homiebot_executor.monitor_node import MonitorNode
 from homiebot_executor.routing import RoutingConfig
@@ -105,7 +105,7 @@ def wait(future, timeout=30.0):
 def send(client_node, action, target="", place="", model="RT-1-X", inventory=(), feedback=None):
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
 
     client = ActionClient(client_node, ExecuteSubtask, "/subtask")
     assert client.wait_for_server(timeout_sec=20)
@@ -267,7 +267,7 @@ def test_a_missing_monitor_is_one_warning_not_one_per_goal(ros_context, ros_proc
 
 # A skill server whose policy succeeds at once (the executor's own work is what a soak exercises).
 INSTANT_SKILLS = """
-from emmoe_eval.ros_helpers import spin_node
+from emmoe_core.ros_helpers import spin_node
 from homiebot_executor.skill_servers import RobotClaim, SkillServerNode
 from homiebot_executor.skills import SkillOutcome, SkillStatus
 
@@ -290,7 +290,7 @@ def test_executors_stop_within_two_seconds_of_sigint_after_a_soak(ros_node_facto
     2 s (bench/bench_executor.py --sigint 20 runs twenty after 1,000 goals)."""
     import signal
 
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
     from rclpy.executors import SingleThreadedExecutor

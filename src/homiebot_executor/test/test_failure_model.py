@@ -8,7 +8,7 @@ from pathlib import Path
 
 from emmoe_eval.dataset import InfoBlock, InfoTrajectory, Task, TaskAttributes
 from emmoe_eval.metrics import ScoringConfig, evaluate
-from emmoe_eval.protocol import parse_subtask
+from emmoe_core.protocol import parse_subtask
 from emmoe_eval.runs import Run, Step
 
 from homiebot_executor.execution import ExecutionConfig, run_attempts

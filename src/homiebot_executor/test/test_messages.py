@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from emmoe_eval.protocol import SubtaskText
-from emmoe_eval.robot.messages import snapshot_from_query, snapshot_to_query
+from emmoe_core.protocol import SubtaskText
+from emmoe_core.robot.messages import snapshot_from_query, snapshot_to_query
 
 from homiebot_executor import messages
 from homiebot_executor.checks import check_subtask

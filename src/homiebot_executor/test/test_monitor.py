@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.protocol import SubtaskText
 from homiebot_executor.monitor import ErrorMonitor, ErrorReport, ExecutionWatcher
 
 

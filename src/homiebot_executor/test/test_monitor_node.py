@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from emmoe_eval.topics import CHECK_SUBTASK_SERVICE as CHECK_SERVICE
-from emmoe_eval.topics import ERRORS_TOPIC
-from emmoe_eval.topics import SUBTASK_FEEDBACK_TOPIC as FEEDBACK_TOPIC
-from emmoe_eval.topics import SUBTASK_STATUS_TOPIC as STATUS_TOPIC
+from emmoe_core.topics import CHECK_SUBTASK_SERVICE as CHECK_SERVICE
+from emmoe_core.topics import ERRORS_TOPIC
+from emmoe_core.topics import SUBTASK_FEEDBACK_TOPIC as FEEDBACK_TOPIC
+from emmoe_core.topics import SUBTASK_STATUS_TOPIC as STATUS_TOPIC
 from homiebot_executor.monitor_node import MonitorNode
 
 pytestmark = pytest.mark.ros

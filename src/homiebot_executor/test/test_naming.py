@@ -1,11 +1,11 @@
-"""Name resolution details (emmoe_eval.robot.naming; here for the executor's kitchen fixture)."""
+"""Name resolution details (emmoe_core.robot.naming; here for the executor's kitchen fixture)."""
 
 from __future__ import annotations
 
-from emmoe_eval.robot.scene import SceneSnapshot
-from emmoe_eval.robot.state import InstanceState, Pose
+from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.robot.state import InstanceState, Pose
 
-from emmoe_eval.robot.naming import NameResolver
+from emmoe_core.robot.naming import NameResolver
 
 
 def test_rooms_come_after_furniture_with_the_same_name():

@@ -12,7 +12,7 @@ is missing` when nothing is grasped any more, else `Unable to {action}, time out
 from __future__ import annotations
 
 import pytest
-from emmoe_eval.protocol import ERROR_TYPES, FEEDBACK_STYLES, SubtaskText, classify_feedback, feedback_for, parse_subtask
+from emmoe_core.protocol import ERROR_TYPES, FEEDBACK_STYLES, SubtaskText, classify_feedback, feedback_for, parse_subtask
 
 from homiebot_executor.checks import CheckConfig, check_subtask
 from homiebot_executor.execution import ExecutionConfig, run_attempts
@@ -98,7 +98,7 @@ def test_verbatim_style_keeps_the_names_as_written(make_kitchen):
 
 
 def test_a_huge_target_is_echoed_cut_in_feedback_and_logs(make_kitchen):
-    from emmoe_eval.protocol import MAX_ECHOED
+    from emmoe_core.protocol import MAX_ECHOED
 
     from homiebot_executor.monitor import subtask_text
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from emmoe_eval.dataset import SCENE_FILE, DatasetError, Keypath, find_task
 from emmoe_eval.metrics import KeypathMatcher, NameIndex
-from emmoe_eval.names import default_alias_table
+from emmoe_core.names import default_alias_table
 from emmoe_eval.runs import Step
 
 from homiebot_planner.rollout import EpisodeStep

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emmoe_eval.conversation import format_history_entry, format_round, write_conversation
-from emmoe_eval.names import normalize
-from emmoe_eval.protocol import SUCCESS_FEEDBACK, SubtaskText, classify_feedback
+from emmoe_core.names import normalize
+from emmoe_core.protocol import SUCCESS_FEEDBACK, SubtaskText, classify_feedback
 
 
 @dataclass(frozen=True)

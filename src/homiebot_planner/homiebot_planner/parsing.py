@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from emmoe_eval.protocol import ACTIONS, MODELS, MODELS_FOR_ACTION, SubtaskText, format_subtask, parse_subtask
+from emmoe_core.protocol import ACTIONS, MODELS, MODELS_FOR_ACTION, SubtaskText, format_subtask, parse_subtask
 
 PatternName = Literal["strict", "relaxed", "release_bracket", "release_plain"]
 PARSERS: tuple[str, ...] = ("release", "release_bracket", "strict")

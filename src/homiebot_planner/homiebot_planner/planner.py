@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import (
+from emmoe_core.names import AliasTable, default_alias_table
+from emmoe_core.protocol import (
     OPEN_CONTAINER_OBJECTS,
     SubtaskText,
     classify_feedback,

@@ -23,13 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from emmoe_eval import topics
-from emmoe_eval.action_client import ActionClient
+from emmoe_core import topics
+from emmoe_core.action_client import ActionClient
 from emmoe_eval.benchmark_qos import steps_qos
-from emmoe_eval.robot.messages import snapshot_from_query
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.robot.messages import snapshot_from_query
+from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_eval.runs import Step
-from emmoe_eval.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
+from emmoe_core.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
 from emmoe_interfaces.msg import StepRecord, Subtask
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode

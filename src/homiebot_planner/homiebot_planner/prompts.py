@@ -20,8 +20,8 @@ from emmoe_eval.conversation import (
     SFT_REQUEST_LINE,
     format_user_message,
 )
-from emmoe_eval.names import AliasTable, default_alias_table, normalize
-from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK
+from emmoe_core.names import AliasTable, default_alias_table, normalize
+from emmoe_core.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK
 
 ObservationMode = Literal["images", "text"]
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from emmoe_eval.robot.naming import FAR_THRESHOLD_M
+from emmoe_core.robot.naming import FAR_THRESHOLD_M
 
 from homiebot_planner.backends import (
     BACKEND_KINDS,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from emmoe_interfaces.msg import VisibleObjects
 from emmoe_interfaces.srv import GetObservation
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.protocol import SubtaskText
 from sensor_msgs.msg import Image
 
 from homiebot_planner.conversions import image_to_array, observation_from_response, step_record

@@ -13,7 +13,7 @@ from homiebot_planner.backends.mock import MockBackend, MockConfig
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.settings import build_settings
 from homiebot_planner.training.dagger_rows import DaggerRowsError, pack_rows, read_rows, write_aggregate
-from emmoe_eval.protocol import SubtaskText
+from emmoe_core.protocol import SubtaskText
 
 STUDENT = "Analysis:\nSubtask: [Go to, sofa]\nModel: NoMaD"
 ORACLE = "Analysis: x\nSubtask: [Go to, fridge]\nModel: NoMaD"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from emmoe_eval.protocol import SubtaskText, default_model, feedback_for
+from emmoe_core.protocol import SubtaskText, default_model, feedback_for
 
 from homiebot_planner.backends import BackendError, DecodingConstraints, EpisodeInfo, ExpertConfig, GenerationRequest
 from homiebot_planner.backends.expert import ExpertBackend

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from emmoe_eval.protocol import SubtaskText, feedback_for
+from emmoe_core.protocol import SubtaskText, feedback_for
 
 from homiebot_planner.memory import PlannerMemory, write_conversation_json
 

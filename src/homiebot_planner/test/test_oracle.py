@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 import pytest
-from emmoe_eval.protocol import SubtaskText
-from emmoe_eval.robot.scene import SceneSnapshot
-from emmoe_eval.robot.state import ContainerState, InstanceState, Pose
+from emmoe_core.protocol import SubtaskText
+from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.robot.state import ContainerState, InstanceState, Pose
 
 from homiebot_planner.backends import BackendError, DecodingConstraints, EpisodeInfo, GenerationRequest
 from homiebot_planner.backends.oracle import OracleBackend, OracleConfig

@@ -4,7 +4,7 @@ raising on arbitrary text."""
 from __future__ import annotations
 
 import pytest
-from emmoe_eval.protocol import ACTIONS, MODELS_FOR_ACTION, format_subtask
+from emmoe_core.protocol import ACTIONS, MODELS_FOR_ACTION, format_subtask
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

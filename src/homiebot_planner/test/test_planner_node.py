@@ -58,8 +58,8 @@ class Graph:
         from emmoe_interfaces.action import ExecuteSubtask, RunTask
         from emmoe_interfaces.msg import StepRecord, VisibleObjects
         from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
-        from emmoe_eval.action_client import ActionClient
-        from emmoe_eval.robot.messages import snapshot_to_query
+        from emmoe_core.action_client import ActionClient
+        from emmoe_core.robot.messages import snapshot_to_query
         from rclpy.action import ActionServer, CancelResponse
         from rclpy.callback_groups import ReentrantCallbackGroup
         from rclpy.executors import MultiThreadedExecutor
@@ -240,8 +240,8 @@ def test_expert_run_with_reset_and_task_progress(graph: Graph, tmp_path: Path) -
 def test_on_policy_run_with_the_oracle_reading_the_scene(graph: Graph, tmp_path: Path) -> None:
     """backend mock (the student) with dagger_beta 1: every step executes the oracle's answer, read from
     /sim/query_scene; the rows hold the student's prompts and the oracle's answers."""
-    from emmoe_eval.robot.scene import SceneSnapshot
-    from emmoe_eval.robot.state import ContainerState, InstanceState, Pose
+    from emmoe_core.robot.scene import SceneSnapshot
+    from emmoe_core.robot.state import ContainerState, InstanceState, Pose
 
     task = tmp_path / "data" / "train" / "12"
     task.mkdir(parents=True)

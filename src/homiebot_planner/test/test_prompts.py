@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from emmoe_eval.conversation import format_history_entry
-from emmoe_eval.protocol import SubtaskText, is_small_object
+from emmoe_core.protocol import SubtaskText, is_small_object
 
 from homiebot_planner.prompts import (
     REQUEST_LINES,
@@ -120,7 +120,7 @@ def test_in_context_example_is_the_papers_exchange_verbatim() -> None:
 
 
 def test_display_names_are_resolvable_aliases() -> None:
-    from emmoe_eval.names import default_alias_table
+    from emmoe_core.names import default_alias_table
 
     table = default_alias_table()
     assert display_name("013_apple") == "apple"

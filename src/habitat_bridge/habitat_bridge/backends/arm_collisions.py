@@ -1,6 +1,6 @@
 """Collision checks of arm configurations and joint-space paths against the MuJoCo scene (privileged).
 
-What MujocoBackend.arm_collides and arm_path_free answer (emmoe_eval.robot.interface.PrivilegedScene).
+What MujocoBackend.arm_collides and arm_path_free answer (emmoe_core.robot.interface.PrivilegedScene).
 
 The M3 arm moves in joint space between the tucked pose, a raised ready pose and IK solutions. A straight joint
 interpolation can sweep the wrist through a counter top, so each segment is checked first on a scratch copy of the
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot import fetch
+from emmoe_core.robot import fetch
 
 # Bodies whose geoms are checked: the arm from the shoulder out, and the gripper.
 ARM_BODIES: tuple[str, ...] = ("shoulder_pan_link", "shoulder_lift_link", "upperarm_roll_link", "elbow_flex_link",

@@ -1,7 +1,7 @@
 """The simulator-backend interface every backend implements (MuJoCo, Habitat, ...).
 
-A SimBackend is an emmoe_eval.robot.interface.SimulatedRobot (the robot/skill interface, whose value types live in
-emmoe_eval.robot.state) plus what the bridge needs around it: reset, episode id, name resolution, teleporting.
+A SimBackend is an emmoe_core.robot.interface.SimulatedRobot (the robot/skill interface, whose value types live in
+emmoe_core.robot.state) plus what the bridge needs around it: reset, episode id, name resolution, teleporting.
 
 A backend holds one episode at a time. Typical use by a skill executor::
 
@@ -25,10 +25,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
-from emmoe_eval.names import AliasTable, default_alias_table, normalize
-from emmoe_eval.robot.grid import OccupancyGrid
-from emmoe_eval.robot.layout import SceneLayout
-from emmoe_eval.robot.state import VIEWS, ContainerState, InstanceState, Observation, RobotState
+from emmoe_core.names import AliasTable, default_alias_table, normalize
+from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.robot.layout import SceneLayout
+from emmoe_core.robot.state import VIEWS, ContainerState, InstanceState, Observation, RobotState
 
 from habitat_bridge.official import OfficialEpisode
 from habitat_bridge.scene_spec import SceneSpec
@@ -194,7 +194,7 @@ class SimBackend(ABC):
 
     @abstractmethod
     def robot_description(self) -> str:
-        """MJCF of the robot's kinematic tree (emmoe_eval.robot.interface.Robot)."""
+        """MJCF of the robot's kinematic tree (emmoe_core.robot.interface.Robot)."""
 
     @abstractmethod
     def scene_layout(self) -> SceneLayout:

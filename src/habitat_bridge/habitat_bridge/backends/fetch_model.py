@@ -24,8 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from emmoe_eval.robot.fetch import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, HEAD_JOINTS, LASER_MOUNT, PREFIX, TORSO_JOINT
-from emmoe_eval.robot.state import VIEWS
+from emmoe_core.robot.fetch import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, HEAD_JOINTS, LASER_MOUNT, PREFIX, TORSO_JOINT
+from emmoe_core.robot.state import VIEWS
 
 THIRD_PERSON_VIEWS: tuple[str, ...] = tuple(f"third_{view}" for view in VIEWS)
 GRIPPER_BODY = "gripper_link"

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from emmoe_eval.robot.grid import OccupancyGrid
-from emmoe_eval.robot.layout import SceneLayout
-from emmoe_eval.robot.state import (
+from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.robot.layout import SceneLayout
+from emmoe_core.robot.state import (
     VIEWS,
     BackendError,
     ContainerState,

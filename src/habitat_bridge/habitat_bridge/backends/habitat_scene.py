@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from emmoe_eval.robot.layout import FurnitureLayout, PartLayout, SceneLayout, SupportRegion
-from emmoe_eval.robot.state import Pose
+from emmoe_core.robot.layout import FurnitureLayout, PartLayout, SceneLayout, SupportRegion
+from emmoe_core.robot.state import Pose
 
 from habitat_bridge.backends.habitat_support import quaternion_of, rotation_to_zup, to_zup
 from habitat_bridge.furniture import DOOR_DEFAULTS, DRAWER_DEFAULTS

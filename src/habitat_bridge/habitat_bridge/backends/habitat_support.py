@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from emmoe_eval.robot.state import VIEWS, BackendError
+from emmoe_core.robot.state import VIEWS, BackendError
 
 from habitat_bridge.official import OfficialEpisode
 

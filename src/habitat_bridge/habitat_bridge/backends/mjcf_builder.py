@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from xml.etree import ElementTree as ET
 
-from emmoe_eval.robot import fetch
+from emmoe_core.robot import fetch
 
 from habitat_bridge import layout
 from habitat_bridge.backends import fetch_model

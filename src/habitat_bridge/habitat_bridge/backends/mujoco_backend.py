@@ -23,10 +23,10 @@ configure_gl_platform()
 import mujoco  # noqa: E402  (the GL platform must be chosen before mujoco is imported)
 import numpy as np  # noqa: E402
 
-from emmoe_eval.robot import fetch  # noqa: E402
-from emmoe_eval.robot.grid import OccupancyGrid  # noqa: E402
-from emmoe_eval.robot.layout import SceneLayout  # noqa: E402
-from emmoe_eval.robot.state import (  # noqa: E402
+from emmoe_core.robot import fetch  # noqa: E402
+from emmoe_core.robot.grid import OccupancyGrid  # noqa: E402
+from emmoe_core.robot.layout import SceneLayout  # noqa: E402
+from emmoe_core.robot.state import (  # noqa: E402
     VIEWS, BackendError, ContainerState, InstanceState, Observation, Pose, RobotState, UnknownNameError)
 
 from habitat_bridge import apartment, layout  # noqa: E402

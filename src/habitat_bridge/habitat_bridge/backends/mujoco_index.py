@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.state import ContainerState, Pose, UnknownNameError
+from emmoe_core.robot import fetch
+from emmoe_core.robot.state import ContainerState, Pose, UnknownNameError
 
 from habitat_bridge import layout
 from habitat_bridge.backends import fetch_model, mjcf_builder

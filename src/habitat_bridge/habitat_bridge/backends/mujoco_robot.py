@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot.state import VIEWS, BackendError, CameraView, Observation, Pose
+from emmoe_core.robot.state import VIEWS, BackendError, CameraView, Observation, Pose
 
 from habitat_bridge.backends import fetch_model, mjcf_builder
 from habitat_bridge.backends.mujoco_index import Instance, ModelIndex
@@ -256,7 +256,7 @@ _OPTICAL_FROM_MUJOCO = np.diag([1.0, -1.0, -1.0])
 
 
 def camera_pose(data: mujoco.MjData, camera: int) -> tuple[tuple[float, float, float], np.ndarray]:
-    """World position and optical-to-world rotation (emmoe_eval.robot.state.CameraView) of a camera, from data whose
+    """World position and optical-to-world rotation (emmoe_core.robot.state.CameraView) of a camera, from data whose
     camera poses are computed (mj_forward, or mj_kinematics and mj_camlight)."""
     rotation: np.ndarray = data.cam_xmat[camera].reshape(3, 3) @ _OPTICAL_FROM_MUJOCO
     x, y, z = (float(value) for value in data.cam_xpos[camera])

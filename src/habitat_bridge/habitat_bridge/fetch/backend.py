@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.grid import OccupancyGrid
-from emmoe_eval.robot.layout import SceneLayout
-from emmoe_eval.robot.state import (
+from emmoe_core.robot import fetch
+from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.robot.layout import SceneLayout
+from emmoe_core.robot.state import (
     VIEWS,
     BackendError,
     CameraView,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from emmoe_eval import topics
-from emmoe_eval.robot import fetch
+from emmoe_core import topics
+from emmoe_core.robot import fetch
 
 from habitat_bridge.fetch.safety import SafetyConfig, require_positive
 

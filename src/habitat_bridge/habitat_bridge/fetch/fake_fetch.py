@@ -16,7 +16,7 @@ except through these interfaces (habitat_bridge.fetch.config.FetchTopics names t
 - the gripper's GripperCommand server opens the fingers or closes them; closing on something between them (an
   object within 5 cm of the grasp point, or a handle) ends stalled, as a real gripper does;
 - /base_scan (sensor_msgs/LaserScan): the base laser's ranges, ray-cast in the simulated room from the laser's mount
-  (emmoe_eval.robot.fetch.LASER_*), at LASER_HZ of the robot's clock.
+  (emmoe_core.robot.fetch.LASER_*), at LASER_HZ of the robot's clock.
 
 `FakeFetchCore` is the simulator side (no ROS); habitat_bridge.fetch.fake_fetch_node is the thin node around it
 (the `fake_fetch_node` process).
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.state import CameraView, RobotState
+from emmoe_core.robot import fetch
+from emmoe_core.robot.state import CameraView, RobotState
 
 from habitat_bridge.backends.mujoco_backend import MujocoBackend
 from habitat_bridge.fetch.config import JOINT_GROUPS

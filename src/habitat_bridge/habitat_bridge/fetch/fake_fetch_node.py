@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from emmoe_eval.robot import fetch
+from emmoe_core.robot import fetch
 
 from habitat_bridge.bridge_core import image_message, seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS
@@ -231,7 +231,7 @@ class FakeFetchNode:
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of `fake_fetch_node --scene scene.json` (see the module docstring)."""
-    from emmoe_eval.ros_helpers import spin_node
+    from emmoe_core.ros_helpers import spin_node
 
     from habitat_bridge.backends.mujoco_backend import MujocoBackend
     from habitat_bridge.scene_spec import SceneSpec

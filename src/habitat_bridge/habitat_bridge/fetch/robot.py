@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from emmoe_eval.action_client import ActionClient
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.state import BackendError, CameraView
-from emmoe_eval.ros_helpers import WaitStatus, wait_for_future, wait_until
+from emmoe_core.action_client import ActionClient
+from emmoe_core.robot import fetch
+from emmoe_core.robot.state import BackendError, CameraView
+from emmoe_core.ros_helpers import WaitStatus, wait_for_future, wait_until
 
 from habitat_bridge.bridge_core import image_array, seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS, FetchConfig

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from emmoe_eval.topics import STEPS_TOPIC
+from emmoe_core.topics import STEPS_TOPIC
 
 from habitat_bridge.fetch.backend import FetchBackend, FetchBackendConfig
 from habitat_bridge.fetch.config import FetchConfig

@@ -19,8 +19,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from emmoe_eval.robot.layout import SceneLayout
-from emmoe_eval.robot.state import ContainerState, InstanceState, Pose, UnknownNameError
+from emmoe_core.robot.layout import SceneLayout
+from emmoe_core.robot.state import ContainerState, InstanceState, Pose, UnknownNameError
 
 from habitat_bridge.backends.base import resolve_name
 from habitat_bridge.backends.mjcf_builder import CEILING_HEIGHT

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from emmoe_eval.protocol import default_model, parse_subtask
+from emmoe_core.protocol import default_model, parse_subtask
 
 HELP = "run subtasks on the simulated robot through /subtask and print one JSON result per subtask"
 
@@ -118,11 +118,11 @@ def benchmark_scene(data_dir: Path, task_id: int) -> Path | None:
 
 
 def _send_all(parsed: list[Any], args: argparse.Namespace) -> int:
-    from emmoe_eval.ros_helpers import private_node, send_action_goal
-    from emmoe_eval.topics import SUBTASK_ACTION
+    from emmoe_core.ros_helpers import private_node, send_action_goal
+    from emmoe_core.topics import SUBTASK_ACTION
     from emmoe_interfaces.action import ExecuteSubtask
     from emmoe_interfaces.msg import Subtask
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
 
     failures = 0
     inventory: list[str] = []

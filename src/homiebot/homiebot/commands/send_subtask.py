@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from emmoe_eval.topics import SUBTASK_ACTION
+from emmoe_core.topics import SUBTASK_ACTION
 
 HELP = "send one subtask to the executor (/subtask) and print its feedback and result"
 
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Send the goal; exit status 0 when the subtask succeeded, 1 when it failed."""
-    from emmoe_eval.protocol import parse_subtask
+    from emmoe_core.protocol import parse_subtask
     from homiebot.cli import UsageError
     from homiebot.ros_clients import ActionCallError, call_action
 

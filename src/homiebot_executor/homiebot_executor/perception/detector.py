@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from emmoe_eval.names import AliasTable, default_alias_table, normalize
-from emmoe_eval.robot.state import Observation
+from emmoe_core.names import AliasTable, default_alias_table, normalize
+from emmoe_core.robot.state import Observation
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ the cells the camera rays cross before they hit something are marked free. A cel
 moved. Points within `self_radius` of the base are the robot itself (self-filtering) and are ignored. Cells never
 seen are unknown; a frontier is a free cell next to an unknown one.
 
-The map has a fixed extent around the first pose it sees and the grid layout of emmoe_eval.robot.grid.OccupancyGrid
+The map has a fixed extent around the first pose it sees and the grid layout of emmoe_core.robot.grid.OccupancyGrid
 (row-major, rows along +y), so the planner of homiebot_executor.policies.navigation runs on it unchanged.
 """
 
@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from emmoe_eval.robot.grid import OccupancyGrid
+from emmoe_core.robot.grid import OccupancyGrid
 from scipy import ndimage
 
 UNKNOWN, FREE, OCCUPIED = 0, 1, 2

@@ -1,9 +1,9 @@
-"""Depth images to world points, with the camera intrinsics and pose of emmoe_eval.robot.state.CameraView."""
+"""Depth images to world points, with the camera intrinsics and pose of emmoe_core.robot.state.CameraView."""
 
 from __future__ import annotations
 
 import numpy as np
-from emmoe_eval.robot.state import CameraView
+from emmoe_core.robot.state import CameraView
 
 
 def point_image(depth: np.ndarray, camera: CameraView, max_range: float = 6.0) -> np.ndarray:

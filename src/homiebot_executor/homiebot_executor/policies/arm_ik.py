@@ -1,7 +1,7 @@
 """Inverse kinematics of Fetch's arm with mink (differential IK on MuJoCo), on a robot-only kinematic model.
 
 The model is the robot's kinematic description (Robot.robot_description(): MJCF with the joints and grasp site of
-emmoe_eval.robot.fetch), compiled once per process per description in a few milliseconds. The base pose, head and
+emmoe_core.robot.fetch), compiled once per process per description in a few milliseconds. The base pose, head and
 fingers are copied from the simulator and frozen; the torso lift and the seven arm joints are solved for, with a light
 posture task that keeps the solution near the current configuration. Targets are poses of the grasp site
 `fetch/grip` in the world frame.
@@ -17,7 +17,7 @@ from functools import lru_cache
 import mink
 import mujoco
 import numpy as np
-from emmoe_eval.robot import fetch
+from emmoe_core.robot import fetch
 
 GRIP_SITE = fetch.PREFIX + fetch.GRIP_SITE
 SOLVED_JOINTS: tuple[str, ...] = (fetch.TORSO_JOINT, *fetch.ARM_JOINTS)

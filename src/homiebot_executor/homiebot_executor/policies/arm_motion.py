@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from emmoe_eval.robot import fetch
+from emmoe_core.robot import fetch
 
 from homiebot_executor.policies.arm_ik import grasp_rotation
 from homiebot_executor.policies.attempt import RobotContext, Stop

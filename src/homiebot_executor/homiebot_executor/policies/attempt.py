@@ -1,7 +1,7 @@
 """What every skill policy that steps a robot shares: the running attempt, stepped and locked robot access, and
 the attempt wrapper (arm reset, failure model, statuses).
 
-`RobotContext` wraps one `Robot` (emmoe_eval.robot.interface): every call holds `lock`, and `tick` advances control
+`RobotContext` wraps one `Robot` (emmoe_core.robot.interface): every call holds `lock`, and `tick` advances control
 steps while watching the hand, contacts, the step budget and cancel requests. The M3 skills (privileged) and the
 sensor-only skills each extend it with what they know about the scene: M3 asks the simulator, the sensor-only skills
 build it from the cameras. The arm routines of homiebot_executor.policies.arm_motion are functions of a context.
@@ -15,8 +15,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from emmoe_eval.robot.interface import Robot
-from emmoe_eval.robot.state import BackendError, PrivilegedAccessError, UnknownNameError
+from emmoe_core.robot.interface import Robot
+from emmoe_core.robot.state import BackendError, PrivilegedAccessError, UnknownNameError
 
 from homiebot_executor.failure_model import FailureModel
 from homiebot_executor.monitor import ExecutionWatcher

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from emmoe_eval.robot.grid import OccupancyGrid
+from emmoe_core.robot.grid import OccupancyGrid
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 

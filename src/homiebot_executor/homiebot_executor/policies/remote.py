@@ -18,9 +18,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import numpy as np
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.interface import SimulatedRobot
-from emmoe_eval.robot.state import BackendError, UnknownNameError
+from emmoe_core.robot import fetch
+from emmoe_core.robot.interface import SimulatedRobot
+from emmoe_core.robot.state import BackendError, UnknownNameError
 
 from homiebot_executor.monitor import ExecutionWatcher
 from homiebot_executor.policies.arm_ik import ArmIk

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from emmoe_eval.protocol import MODELS
+from emmoe_core.protocol import MODELS
 
 from homiebot_executor.remote.protocol import (
     ACT_PATH,

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from emmoe_eval.robot.state import CameraView, Observation
+from emmoe_core.robot.state import CameraView, Observation
 
 from homiebot_executor.perception.detector import SegmentationDetector
 from homiebot_executor.perception.occupancy import FREE, OCCUPIED, UNKNOWN, MapConfig, OnlineMap

@@ -1,4 +1,4 @@
-"""The M3 skills on a fake robot that implements only emmoe_eval.robot's interface (no simulator package at all)."""
+"""The M3 skills on a fake robot that implements only emmoe_core.robot's interface (no simulator package at all)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pytest
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.grid import OccupancyGrid
-from emmoe_eval.robot.layout import FurnitureLayout, SceneLayout, SupportRegion
-from emmoe_eval.robot.state import (
+from emmoe_core.robot import fetch
+from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.robot.layout import FurnitureLayout, SceneLayout, SupportRegion
+from emmoe_core.robot.state import (
     BackendError,
     ContainerState,
     InstanceState,
@@ -32,7 +32,7 @@ def _body(name: str, joint: str, inner: str = "") -> str:
 
 
 def fake_description() -> str:
-    """A Fetch-shaped kinematic chain with the joint and site names of emmoe_eval.robot.fetch."""
+    """A Fetch-shaped kinematic chain with the joint and site names of emmoe_core.robot.fetch."""
     inner = '<site name="fetch/grip"/>' + "".join(
         _body(finger, f'<joint name="fetch/{finger}" type="slide" axis="0 1 0" range="0 0.05" limited="true"/>')
         for finger in fetch.FINGER_JOINTS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from emmoe_eval.robot.grid import OccupancyGrid
+from emmoe_core.robot.grid import OccupancyGrid
 
 from homiebot_executor.policies.navigation import BaseController, GridPlanner
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.robot.scene import SceneSnapshot
 
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.prompts import ObservationMode

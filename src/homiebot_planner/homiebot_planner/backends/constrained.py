@@ -21,8 +21,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from emmoe_eval.names import normalize
-from emmoe_eval.protocol import ACTIONS, MODELS_FOR_ACTION
+from emmoe_core.names import normalize
+from emmoe_core.protocol import ACTIONS, MODELS_FOR_ACTION
 
 from homiebot_planner.backends.base import DecodingConstraints
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from emmoe_eval.robot.scene import SceneSnapshot
+from emmoe_core.robot.scene import SceneSnapshot
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
 from homiebot_planner.parsing import parse_output

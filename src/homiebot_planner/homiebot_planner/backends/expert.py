@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from emmoe_eval.dataset import DatasetError, InfoBlock, find_task, read_info, read_keypaths
 from emmoe_eval.metrics import KeypathMatcher, NameIndex
-from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import SubtaskText, classify_feedback, default_model, parse_subtask
+from emmoe_core.names import AliasTable, default_alias_table
+from emmoe_core.protocol import SubtaskText, classify_feedback, default_model, parse_subtask
 from emmoe_eval.runs import Step
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend

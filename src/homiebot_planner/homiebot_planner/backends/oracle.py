@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from emmoe_eval.names import AliasTable, default_alias_table
-from emmoe_eval.protocol import ACTIONS, SubtaskText, default_model
-from emmoe_eval.robot.naming import FAR_THRESHOLD_M, NameResolver, ResolvedTarget
-from emmoe_eval.robot.scene import SceneSnapshot
-from emmoe_eval.robot.state import ContainerState, InstanceState
+from emmoe_core.names import AliasTable, default_alias_table
+from emmoe_core.protocol import ACTIONS, SubtaskText, default_model
+from emmoe_core.robot.naming import FAR_THRESHOLD_M, NameResolver, ResolvedTarget
+from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.robot.state import ContainerState, InstanceState
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
 from homiebot_planner.backends.expert import ExpertBackend, ExpertConfig, PlanNode, format_answer

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from emmoe_eval.protocol import MODELS_FOR_ACTION, format_subtask
+from emmoe_core.protocol import MODELS_FOR_ACTION, format_subtask
 
 from homiebot_planner.backends.base import EpisodeInfo, GenerationRequest, PlannerBackend
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emmoe_eval.conversation import SFT_REQUEST_LINE
-from emmoe_eval.names import default_alias_table
-from emmoe_eval.protocol import format_subtask, parse_subtask
+from emmoe_core.names import default_alias_table
+from emmoe_core.protocol import format_subtask, parse_subtask
 
 from homiebot_planner.memory import PlannerMemory
 from homiebot_planner.prompts import build_user_message, display_name, shown_objects

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from emmoe_eval.dataset import LOCATIONS_FILE, VISIBLE_FILE, task_sort_key
-from emmoe_eval.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, classify_feedback, parse_subtask
+from emmoe_core.protocol import ACTIONS, MODELS, SUCCESS_FEEDBACK, classify_feedback, parse_subtask
 
 END_ACTION = "End"
 _FIELDS = ("Analysis", "Feedback", "Inventory")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from emmoe_eval.protocol import ACTIONS, MODELS, parse_subtask
+from emmoe_core.protocol import ACTIONS, MODELS, parse_subtask
 from homiebot.cli import main as homiebot_main
 from homiebot_planner.training.build import BuildConfig, build_datasets
 from homiebot_planner.training.config import TrainConfig

@@ -1,4 +1,4 @@
-"""M3, the privileged skills ("with background information"), on the robot/skill interface (emmoe_eval.robot).
+"""M3, the privileged skills ("with background information"), on the robot/skill interface (emmoe_core.robot).
 
 Every attempt starts with the arm reset (fingers opened unless holding, torso lowered, arm tucked; not counted in the
 step budget), then:
@@ -21,7 +21,7 @@ One control step is `control_period` seconds of simulated time; step budgets cou
 navigation, 200 for the others). Physics runs in simulated time: the skills step the backend themselves. Every
 backend call holds `lock`, so a bridge node sharing the backend can serve observations between control steps.
 
-The skills drive an emmoe_eval.robot.interface.SimulatedRobot (a Robot plus a PrivilegedScene), so any backend that
+The skills drive an emmoe_core.robot.interface.SimulatedRobot (a Robot plus a PrivilegedScene), so any backend that
 implements it runs them. Modules: context (settings, attempt, stepping), arm (routing, IK moves), navigate
 (standing spots, driving), pick, place, articulate (open/close), skills (PrivilegedSkills: one attempt).
 """

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from emmoe_eval.robot.layout import FurnitureLayout, PartLayout
-from emmoe_eval.robot.state import BackendError, ContainerState
+from emmoe_core.robot.layout import FurnitureLayout, PartLayout
+from emmoe_core.robot.state import BackendError, ContainerState
 
 from homiebot_executor.policies import arm_motion as arm
 from homiebot_executor.policies.attempt import Stop

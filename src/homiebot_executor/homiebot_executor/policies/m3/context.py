@@ -1,7 +1,7 @@
 """What every M3 skill shares: the settings and the privileged scene on top of the stepped robot access of
 homiebot_executor.policies.attempt.RobotContext.
 
-`SkillContext` wraps one `SimulatedRobot` (emmoe_eval.robot.interface). The skill modules (navigate, pick, place,
+`SkillContext` wraps one `SimulatedRobot` (emmoe_core.robot.interface). The skill modules (navigate, pick, place,
 articulate, and the shared homiebot_executor.policies.arm_motion) are functions of a context.
 """
 
@@ -12,10 +12,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import numpy as np
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.interface import SimulatedRobot
-from emmoe_eval.robot.layout import FurnitureLayout, SceneLayout
-from emmoe_eval.robot.state import ContainerState, InstanceState
+from emmoe_core.robot import fetch
+from emmoe_core.robot.interface import SimulatedRobot
+from emmoe_core.robot.layout import FurnitureLayout, SceneLayout
+from emmoe_core.robot.state import ContainerState, InstanceState
 
 from homiebot_executor.policies.arm_ik import IkConfig
 from homiebot_executor.policies.attempt import Progress, RobotContext, Stop

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from emmoe_eval.robot.layout import FurnitureLayout
+from emmoe_core.robot.layout import FurnitureLayout
 
 from homiebot_executor.policies.attempt import Stop
 from homiebot_executor.policies.m3.context import Area, SkillContext

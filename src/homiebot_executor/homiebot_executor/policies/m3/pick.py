@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from emmoe_eval.robot.layout import SupportRegion
-from emmoe_eval.robot.state import InstanceState
+from emmoe_core.robot.layout import SupportRegion
+from emmoe_core.robot.state import InstanceState
 
 from homiebot_executor.policies import arm_motion as arm
 from homiebot_executor.policies.m3.context import SkillContext

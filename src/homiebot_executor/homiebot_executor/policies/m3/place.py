@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
-from emmoe_eval.robot.layout import SupportRegion
-from emmoe_eval.robot.state import ContainerState, InstanceState
+from emmoe_core.robot.layout import SupportRegion
+from emmoe_core.robot.state import ContainerState, InstanceState
 
 from homiebot_executor.policies import arm_motion as arm
 from homiebot_executor.policies.attempt import Stop

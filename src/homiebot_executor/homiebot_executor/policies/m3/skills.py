@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from emmoe_eval.robot.interface import SimulatedRobot
+from emmoe_core.robot.interface import SimulatedRobot
 
 from homiebot_executor.failure_model import FailureModel
 from homiebot_executor.policies.arm_motion import reset_arm

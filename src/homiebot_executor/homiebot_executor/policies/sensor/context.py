@@ -6,7 +6,7 @@ renders the four head views with depth, grows the online occupancy map and keeps
 cloud (with the robot's own arm filtered out by forward kinematics), not against the simulator's furniture. The map
 lives for one episode: simulated time running backwards (a reset) starts a new one.
 
-Only emmoe_eval.robot.interface.Robot is used: odometry and joint states (robot_state), the cameras (observe, with
+Only emmoe_core.robot.interface.Robot is used: odometry and joint states (robot_state), the cameras (observe, with
 their intrinsics and pose), base, arm, torso and gripper commands, and the contact force.
 """
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
-from emmoe_eval.robot import fetch
-from emmoe_eval.robot.interface import Robot
-from emmoe_eval.robot.state import VIEWS, Observation
+from emmoe_core.robot import fetch
+from emmoe_core.robot.interface import Robot
+from emmoe_core.robot.state import VIEWS, Observation
 from scipy.spatial import cKDTree
 
 from homiebot_executor.perception.detector import Detector, SegmentationDetector

@@ -1,7 +1,7 @@
 """`SensorSkills`: one sensor-only attempt (the arm reset, then the skill), for the no_background setting.
 
 The skills of the servers the planner's model choice names: NoMaD and PixNav (navigate), RT-1-X (pick, put), Octo
-(open, close). They drive an emmoe_eval.robot.interface.Robot only; in the simulation stack that robot is the
+(open, close). They drive an emmoe_core.robot.interface.Robot only; in the simulation stack that robot is the
 bridge's sensor-only view of the backend, which refuses every privileged query (habitat_bridge.sensor_only).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from emmoe_eval.robot.interface import Robot
+from emmoe_core.robot.interface import Robot
 
 from homiebot_executor.failure_model import FailureModel
 from homiebot_executor.perception.detector import Detector

@@ -1,8 +1,8 @@
 """The privileged scene at one instant (`SceneSnapshot`), as the bridge serves it and the executor reasons about it.
 
 One family of scene types for the whole stack: the snapshot holds the same `InstanceState` and `ContainerState`
-values the backends return (emmoe_eval.robot.state). `snapshot_of` reads one from a backend in-process;
-emmoe_eval.robot.messages turns it into a QueryScene response and back.
+values the backends return (emmoe_core.robot.state). `snapshot_of` reads one from a backend in-process;
+emmoe_core.robot.messages turns it into a QueryScene response and back.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from emmoe_eval.robot.interface import SimulatedRobot
-from emmoe_eval.robot.state import ContainerState, InstanceState, UnknownNameError
+from emmoe_core.robot.interface import SimulatedRobot
+from emmoe_core.robot.state import ContainerState, InstanceState, UnknownNameError
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from emmoe_eval.json_text import TextFileError, read_text_file
+from emmoe_core.json_text import TextFileError, read_text_file
 
 
 def normalize(name: str) -> str:
@@ -99,6 +99,6 @@ def load_alias_table(path: Path | str | None = None) -> AliasTable:
 
 @lru_cache(maxsize=1)
 def default_alias_table() -> AliasTable:
-    """The alias table shipped with emmoe_eval (parsed once per process)."""
-    text = resources.files("emmoe_eval").joinpath("data/name_dict.txt").read_text(encoding="utf-8")
-    return parse_alias_text(text, "emmoe_eval/data/name_dict.txt")
+    """The alias table shipped with emmoe_core (parsed once per process)."""
+    text = resources.files("emmoe_core").joinpath("data/name_dict.txt").read_text(encoding="utf-8")
+    return parse_alias_text(text, "emmoe_core/data/name_dict.txt")

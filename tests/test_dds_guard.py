@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from emmoe_eval import dds_guard, ros_helpers
-from emmoe_eval.dds_guard import DiscoveryNotConfined, discovery_problem, profile_problems, require_loopback_dds
+from emmoe_core import dds_guard, ros_helpers
+from emmoe_core.dds_guard import DiscoveryNotConfined, discovery_problem, profile_problems, require_loopback_dds
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "src" / "homiebot" / "config" / "fastdds_loopback.xml"
 LOOPBACK = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT", "FASTDDS_DEFAULT_PROFILES_FILE": str(PROFILE)}
 FIX = "To fix: set ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT and FASTDDS_DEFAULT_PROFILES_FILE="

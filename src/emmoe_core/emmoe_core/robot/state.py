@@ -1,4 +1,4 @@
-"""Value types the robot and the privileged scene exchange with the skills (see emmoe_eval.robot).
+"""Value types the robot and the privileged scene exchange with the skills (see emmoe_core.robot).
 
 Poses are z-up world frames in metres and radians; quaternions are (w, x, y, z). Every backend (MuJoCo, Habitat,
 a real Fetch) returns these types, the bridge turns them into ROS messages, and the executor reasons on them.
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from emmoe_eval.dataset import VIEWS
+from emmoe_core.protocol import VIEWS
 
 INSTANCE_KINDS: tuple[str, ...] = ("object", "furniture", "container", "room")
 

@@ -8,7 +8,7 @@ import pytest
 from emmoe_interfaces.action import Navigate
 from rclpy.action import ActionClient as RclpyActionClient
 
-from emmoe_eval.action_client import ActionClient
+from emmoe_core.action_client import ActionClient
 
 
 def _send_one_goal(node, client_type):
@@ -29,7 +29,7 @@ def test_a_goal_request_registers_the_future_it_returns_and_no_other(ros_node_fa
 
 @pytest.mark.ros
 def test_rclpy_still_registers_a_second_future(ros_node_factory):
-    """The defect the subclass works around; when this fails, rclpy is fixed and emmoe_eval.action_client can go."""
+    """The defect the subclass works around; when this fails, rclpy is fixed and emmoe_core.action_client can go."""
     future, pending, waited_on = _send_one_goal(ros_node_factory("two_futures_client"), RclpyActionClient)
     assert pending == [future] and len(waited_on) == 2 and waited_on[1] is future
 

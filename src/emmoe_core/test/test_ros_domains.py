@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emmoe_eval.ros_domains import NoFreeDomain, lease_domain, try_lease
+from emmoe_core.ros_domains import NoFreeDomain, lease_domain, try_lease
 
 
 def test_a_held_domain_is_not_handed_out_again(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_a_held_domain_is_not_handed_out_again(tmp_path: Path) -> None:
 
 def test_a_killed_holder_gives_its_domain_back(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from emmoe_eval.ros_domains import try_lease; "
+        "import sys, time; from pathlib import Path; from emmoe_core.ros_domains import try_lease; "
         f"lease = try_lease(9, Path({str(tmp_path)!r})); print('held' if lease else 'busy', flush=True); "
         "time.sleep(60)")], stdout=subprocess.PIPE, text=True)
     try:

@@ -15,8 +15,8 @@ from emmoe_interfaces.msg import ContainerState as ContainerStateMessage
 from emmoe_interfaces.msg import ObjectState
 from emmoe_interfaces.srv import QueryScene
 
-from emmoe_eval.robot.scene import SceneSnapshot, assemble
-from emmoe_eval.robot.state import INSTANCE_KINDS, ContainerState, InstanceState, Pose
+from emmoe_core.robot.scene import SceneSnapshot, assemble
+from emmoe_core.robot.state import INSTANCE_KINDS, ContainerState, InstanceState, Pose
 
 
 def fill_pose(message: Any, pose: Pose) -> Any:

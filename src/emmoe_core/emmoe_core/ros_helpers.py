@@ -12,10 +12,10 @@ action, declare a config dataclass's fields as parameters.
   with a status and a message that says what went wrong (a goal is cancelled on time-out or cancel).
 - `declare_config(node, ConfigType)`: one parameter per field of a config dataclass (nested dataclasses are
   flattened), read back into the dataclass so that its `__post_init__` validation runs (from
-  emmoe_eval.ros_parameters, re-exported here so that a node needs this one import).
+  emmoe_core.ros_parameters, re-exported here so that a node needs this one import).
 - `private_node(name)`: a client node in its own rclpy context, with an executor for `executor=`.
 
-Both starters refuse to start a node unless its DDS traffic stays on this machine (emmoe_eval.dds_guard): spin_node
+Both starters refuse to start a node unless its DDS traffic stays on this machine (emmoe_core.dds_guard): spin_node
 prints the guard's message and returns 2, private_node raises DiscoveryNotConfined.
 
 A cancel is a `threading.Event` or any callable returning True once the wait should stop (e.g.
@@ -42,9 +42,9 @@ from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedEx
 from rclpy.node import Node
 from rclpy.task import Future
 
-from emmoe_eval.dds_guard import DiscoveryNotConfined, discovery_problem, require_loopback_dds
-from emmoe_eval.node_exit import EXIT_GRACE_S, StopWatch, threads_left
-from emmoe_eval.ros_parameters import ROS_PARAMETER, ParameterSpec, declare_config, declare_parameters
+from emmoe_core.dds_guard import DiscoveryNotConfined, discovery_problem, require_loopback_dds
+from emmoe_core.node_exit import EXIT_GRACE_S, StopWatch, threads_left
+from emmoe_core.ros_parameters import ROS_PARAMETER, ParameterSpec, declare_config, declare_parameters
 
 __all__ = [
     "CONFIG_ERRORS", "ROS_PARAMETER", "ActionOutcome", "CallStatus", "Cancel", "DiscoveryNotConfined", "ParameterSpec",
@@ -144,11 +144,11 @@ def spin_node(node_factory: Callable[[], Node | Sequence[Node]], args: list[str]
 
     Returns:
         0 after a normal shutdown, 2 after a configuration error or when DDS traffic could leave this machine (the
-        node does not start: emmoe_eval.dds_guard).
+        node does not start: emmoe_core.dds_guard).
 
     Once told to stop (Ctrl-C, SIGTERM, shutdown), the process ends within EXIT_GRACE_S (plus STOP_POLL_S) even when
     a callback is still blocked (a skill waiting for its server) or the executor missed the stop: the clean-up gets
-    that long, then the process exits. The countdown starts when the context is shut down (emmoe_eval.node_exit), not when
+    that long, then the process exits. The countdown starts when the context is shut down (emmoe_core.node_exit), not when
     spinning returns.
     """
     problem = discovery_problem()
@@ -208,7 +208,7 @@ def private_node(name: str, domain_id: int | None = None) -> Iterator[PrivateNod
         domain_id: ROS domain (None: ROS_DOMAIN_ID).
 
     Raises:
-        DiscoveryNotConfined: DDS traffic could leave this machine with this environment (emmoe_eval.dds_guard).
+        DiscoveryNotConfined: DDS traffic could leave this machine with this environment (emmoe_core.dds_guard).
     """
     require_loopback_dds()
     context = Context()

@@ -1,4 +1,4 @@
-"""emmoe_eval.ros_helpers against real rclpy: waits, service calls, action goals (time-out and cancel paths
+"""emmoe_core.ros_helpers against real rclpy: waits, service calls, action goals (time-out and cancel paths
 included), and the node process body (parameters from config dataclasses: test_ros_parameters.py)."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def serve_trigger(node, delay_s: float = 0.0):
 def test_wait_for_future_statuses():
     from rclpy.task import Future
 
-    from emmoe_eval.ros_helpers import WaitStatus, wait_for_future
+    from emmoe_core.ros_helpers import WaitStatus, wait_for_future
 
     done = Future()
     done.set_result(1)
@@ -68,7 +68,7 @@ def test_await_future_and_condition_in_a_coroutine_callback(ros_context, ros_nod
     from rclpy.task import Future
     from std_srvs.srv import SetBool
 
-    from emmoe_eval.ros_helpers import WaitStatus, await_condition, await_future, call_service
+    from emmoe_core.ros_helpers import WaitStatus, await_condition, await_future, call_service
 
     server = ros_node_factory("await_server")
 
@@ -114,7 +114,7 @@ def test_await_future_and_condition_in_a_coroutine_callback(ros_context, ros_nod
 
 
 def test_topic_names():
-    from emmoe_eval import topics
+    from emmoe_core import topics
 
     assert topics.skill_action("m3", "navigate") == "/skills/m3/navigate"
     assert topics.camera_topic("left") == "/head_camera/left/image_raw"
@@ -127,7 +127,7 @@ def test_topic_names():
 def test_call_service_done_timeout_cancel_unavailable(spun):
     from std_srvs.srv import Trigger
 
-    from emmoe_eval.ros_helpers import CallStatus, call_service
+    from emmoe_core.ros_helpers import CallStatus, call_service
 
     server, node = spun
     client = node.create_client(Trigger, "/helpers/trigger")
@@ -149,7 +149,7 @@ def test_call_service_from_inside_a_callback(spun):
     from rclpy.callback_groups import ReentrantCallbackGroup
     from std_srvs.srv import Trigger
 
-    from emmoe_eval.ros_helpers import call_service
+    from emmoe_core.ros_helpers import call_service
 
     server, node = spun
     serve_trigger(server)
@@ -200,7 +200,7 @@ class Navigator:
 
 def navigate_client(node):
     from emmoe_interfaces.action import Navigate
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
 
     return ActionClient(node, Navigate, "/helpers/navigate")
 
@@ -209,7 +209,7 @@ def test_send_action_goal_succeeds_with_feedback(spun):
     from action_msgs.msg import GoalStatus
     from emmoe_interfaces.action import Navigate
 
-    from emmoe_eval.ros_helpers import CallStatus, send_action_goal
+    from emmoe_core.ros_helpers import CallStatus, send_action_goal
 
     server, node = spun
     Navigator(server, delay_s=0.2)
@@ -227,7 +227,7 @@ def test_send_action_goal_timeout_cancels_the_goal(spun):
     from action_msgs.msg import GoalStatus
     from emmoe_interfaces.action import Navigate
 
-    from emmoe_eval.ros_helpers import CallStatus, send_action_goal
+    from emmoe_core.ros_helpers import CallStatus, send_action_goal
 
     server, node = spun
     navigator = Navigator(server, delay_s=30.0)
@@ -242,7 +242,7 @@ def test_send_action_goal_timeout_cancels_the_goal(spun):
 def test_send_action_goal_cancel_event(spun):
     from emmoe_interfaces.action import Navigate
 
-    from emmoe_eval.ros_helpers import CallStatus, send_action_goal
+    from emmoe_core.ros_helpers import CallStatus, send_action_goal
 
     server, node = spun
     navigator = Navigator(server, delay_s=30.0)
@@ -257,9 +257,9 @@ def test_send_action_goal_cancel_event(spun):
 def test_send_action_goal_rejected_and_unavailable(spun):
     from emmoe_interfaces.action import Navigate
 
-    from emmoe_eval.ros_helpers import CallStatus, send_action_goal
+    from emmoe_core.ros_helpers import CallStatus, send_action_goal
 
-    from emmoe_eval.action_client import ActionClient
+    from emmoe_core.action_client import ActionClient
 
     server, node = spun
     # A name no test serves (a /helpers/navigate server of an earlier test can linger in discovery for a moment).
@@ -277,7 +277,7 @@ def test_send_action_goal_resends_an_unanswered_goal_request():
 
     from rclpy.task import Future
 
-    from emmoe_eval.ros_helpers import CallStatus, send_action_goal
+    from emmoe_core.ros_helpers import CallStatus, send_action_goal
 
     result = Future()
     result.set_result(SimpleNamespace(result="ok", status=4))
@@ -301,7 +301,7 @@ def test_private_node_spins_itself(ros_context, ros_node_factory, ros_domain_id)
     from rclpy.executors import MultiThreadedExecutor
     from std_srvs.srv import Trigger
 
-    from emmoe_eval.ros_helpers import call_service, private_node, send_action_goal
+    from emmoe_core.ros_helpers import call_service, private_node, send_action_goal
 
     server = ros_node_factory("private_server")
     serve_trigger(server)
@@ -326,7 +326,7 @@ def test_private_node_spins_itself(ros_context, ros_node_factory, ros_domain_id)
 
 # ---- the node process body -------------------------------------------------------------------------------------
 def test_spin_node_config_error_exits_2(ros_domain_id, capsys):
-    from emmoe_eval.ros_helpers import spin_node
+    from emmoe_core.ros_helpers import spin_node
 
     def broken():
         raise ValueError("rate_hz must be positive")
@@ -339,7 +339,7 @@ def test_spin_node_spins_until_shutdown(ros_domain_id, capsys):
     import rclpy
     from rclpy.node import Node
 
-    from emmoe_eval.ros_helpers import spin_node
+    from emmoe_core.ros_helpers import spin_node
 
     events = []
 

@@ -41,6 +41,8 @@ CMD_VEL_TOPIC = "/cmd_vel"  # geometry_msgs/Twist
 # Video streams (sensor_msgs/Image rgb8), published only while someone subscribes; recorded by the evaluator.
 HEAD_VIDEO_TOPIC = "/sim/head_front/image_raw"  # the head camera's front view
 THIRD_PERSON_VIDEO_TOPIC = "/sim/third_person/image_raw"  # a view of the robot from behind and above
+# Video stream -> the topic the bridge publishes it on while someone subscribes (habitat_bridge.bridge_node).
+VIDEO_TOPICS: dict[str, str] = {"head": HEAD_VIDEO_TOPIC, "third": THIRD_PERSON_VIDEO_TOPIC}
 
 # ---- a real Fetch's drivers (the fetch backend; /cmd_vel, /odom and /joint_states as above) ---------------------------
 FETCH_BASE_SCAN_TOPIC = "/base_scan"  # sensor_msgs/LaserScan

@@ -1,7 +1,7 @@
 """Config dataclasses as ROS 2 parameters: `declare_config(node, ConfigType)` declares one parameter per field
 (nested dataclasses flattened), reads the values back and builds the config, so that its `__post_init__` validation
 runs; `declare_parameters(node, defaults)` does the same for a plain mapping of defaults. Re-exported by
-emmoe_eval.ros_helpers, the module nodes import.
+emmoe_core.ros_helpers, the module nodes import.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from emmoe_eval.names import AliasTable, default_alias_table, normalize
-from emmoe_eval.robot.scene import SceneSnapshot
-from emmoe_eval.robot.state import ContainerState, InstanceState
+from emmoe_core.names import AliasTable, default_alias_table, normalize
+from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.robot.state import ContainerState, InstanceState
 
 
 # The benchmark's distance checks (spec section 3): D1 above this planar distance, D2 below the near one (metres).
@@ -82,7 +82,7 @@ class NameResolver:
     """Resolves written names against a scene snapshot through the alias table."""
 
     def __init__(self, aliases: AliasTable | None = None) -> None:
-        """Use `aliases`, or the table shipped with emmoe_eval."""
+        """Use `aliases`, or the table shipped with emmoe_core."""
         self.aliases = aliases if aliases is not None else default_alias_table()
 
     def matching_instances(self, written: str, snapshot: SceneSnapshot) -> list[InstanceState]:

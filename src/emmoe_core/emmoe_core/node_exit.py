@@ -1,4 +1,4 @@
-"""How a node process ends once it is told to stop (used by emmoe_eval.ros_helpers.spin_node).
+"""How a node process ends once it is told to stop (used by emmoe_core.ros_helpers.spin_node).
 
 - `StopWatch`: starts the exit countdown the moment the node's context is shut down, and wakes the executor.
 - `exit_after(seconds, name)`: a daemon timer that ends the process with status 1 unless it is cancelled.

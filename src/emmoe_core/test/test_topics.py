@@ -1,4 +1,4 @@
-"""Every topic, service and action name of the stack is spelled in emmoe_eval.topics only: no package module
+"""Every topic, service and action name of the stack is spelled in emmoe_core.topics only: no package module
 (tests aside) writes one as a string literal, so no node imports its names from another node."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from emmoe_eval import topics
+from emmoe_core import topics
 
 SRC = Path(__file__).resolve().parents[2]
 # Namespaces of the stack's names: a literal starting with one of them (and holding no space) is a name.
@@ -44,4 +44,4 @@ def test_names_are_only_spelled_in_topics():
             for line, text in _literals(ast.parse(module.read_text(encoding="utf-8"))):
                 if _looks_like_a_name(text, names):
                     offenders.append(f"{module.relative_to(SRC)}:{line}: {text!r}")
-    assert not offenders, "import these names from emmoe_eval.topics:\n" + "\n".join(offenders)
+    assert not offenders, "import these names from emmoe_core.topics:\n" + "\n".join(offenders)

@@ -1,6 +1,6 @@
 """The robot/skill interface: how skills drive a robot, whichever backend (MuJoCo, Habitat, a real Fetch) serves it.
 
-Layers: emmoe_interfaces -> emmoe_eval (this package) -> habitat_bridge (implements it) | homiebot_executor (drives
+Layers: emmoe_interfaces -> emmoe_core (this package) -> habitat_bridge (implements it) | homiebot_executor (drives
 it). Neither side imports the other; both import only this package for robot facts and the types they exchange.
 
 - `interface.Robot`: base velocity, arm and torso joint targets, gripper, head cameras, robot state, the robot's

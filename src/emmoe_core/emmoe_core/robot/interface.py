@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from emmoe_eval.robot.grid import OccupancyGrid
-from emmoe_eval.robot.layout import SceneLayout
-from emmoe_eval.robot.state import VIEWS, ContainerState, InstanceState, Observation, RobotState
+from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.robot.layout import SceneLayout
+from emmoe_core.robot.state import VIEWS, ContainerState, InstanceState, Observation, RobotState
 
 
 class Robot(Protocol):
@@ -26,11 +26,11 @@ class Robot(Protocol):
         ...
 
     def robot_state(self) -> RobotState:
-        """Base pose, joint states (emmoe_eval.robot.fetch names), grasp-point pose, held object."""
+        """Base pose, joint states (emmoe_core.robot.fetch names), grasp-point pose, held object."""
         ...
 
     def robot_description(self) -> str:
-        """MJCF of the robot's kinematic tree (joints and the grasp site named as in emmoe_eval.robot.fetch)."""
+        """MJCF of the robot's kinematic tree (joints and the grasp site named as in emmoe_core.robot.fetch)."""
         ...
 
     def set_base_velocity(self, forward: float, turn: float) -> None:

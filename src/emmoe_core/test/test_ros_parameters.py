@@ -1,4 +1,4 @@
-"""emmoe_eval.ros_parameters against real rclpy: ROS parameters declared from config dataclasses and read back."""
+"""emmoe_core.ros_parameters against real rclpy: ROS parameters declared from config dataclasses and read back."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Sample:
 
 
 def _sample_with_tristate():
-    from emmoe_eval.ros_helpers import ROS_PARAMETER, ParameterSpec
+    from emmoe_core.ros_helpers import ROS_PARAMETER, ParameterSpec
 
     @dataclass(frozen=True)
     class TriState:
@@ -45,7 +45,7 @@ def _sample_with_tristate():
 
 
 def test_declare_config_defaults(ros_node_factory):
-    from emmoe_eval.ros_helpers import declare_config
+    from emmoe_core.ros_helpers import declare_config
 
     node = ros_node_factory("config_defaults")
     config = declare_config(node, Sample)
@@ -61,7 +61,7 @@ def test_declare_config_defaults(ros_node_factory):
 def test_declare_config_reads_overrides(ros_node_factory):
     from rclpy.parameter import Parameter
 
-    from emmoe_eval.ros_helpers import declare_config
+    from emmoe_core.ros_helpers import declare_config
 
     node = ros_node_factory("config_values", parameter_overrides=[
         Parameter("order", value="release"), Parameter("count", value=7), Parameter("rate", value=2.5),
@@ -77,7 +77,7 @@ def test_declare_config_reads_overrides(ros_node_factory):
 def test_declare_config_names_defaults_and_exclusions(ros_node_factory):
     from rclpy.parameter import Parameter
 
-    from emmoe_eval.ros_helpers import declare_config
+    from emmoe_core.ros_helpers import declare_config
 
     node = ros_node_factory("config_mapping", parameter_overrides=[Parameter("check_order", value="release")])
     config = declare_config(node, Sample, overrides={"name": "fetch"},
@@ -92,7 +92,7 @@ def test_declare_config_names_defaults_and_exclusions(ros_node_factory):
 def test_declare_config_metadata_tristate_and_rename(ros_node_factory):
     from rclpy.parameter import Parameter
 
-    from emmoe_eval.ros_helpers import declare_config
+    from emmoe_core.ros_helpers import declare_config
 
     tri_state = _sample_with_tristate()
     node = ros_node_factory("config_meta", parameter_overrides=[Parameter("example", value=True),
@@ -104,7 +104,7 @@ def test_declare_config_metadata_tristate_and_rename(ros_node_factory):
 def test_declare_config_bad_type_names_the_parameter(ros_node_factory):
     from rclpy.parameter import Parameter
 
-    from emmoe_eval.ros_helpers import declare_config
+    from emmoe_core.ros_helpers import declare_config
 
     node = ros_node_factory("config_bad_type", parameter_overrides=[Parameter("rate", value=50)])
     with pytest.raises(ValueError, match="parameter rate: expected a floating-point number"):
@@ -117,7 +117,7 @@ def test_declare_config_bad_type_names_the_parameter(ros_node_factory):
 def test_declare_config_runs_post_init(ros_node_factory):
     from rclpy.parameter import Parameter
 
-    from emmoe_eval.ros_helpers import declare_config
+    from emmoe_core.ros_helpers import declare_config
 
     node = ros_node_factory("config_invalid", parameter_overrides=[Parameter("order", value="random")])
     with pytest.raises(ValueError, match="Inner.order: expected spec or release"):
@@ -125,7 +125,7 @@ def test_declare_config_runs_post_init(ros_node_factory):
 
 
 def test_declare_config_requires_a_default(ros_node_factory):
-    from emmoe_eval.ros_helpers import declare_config
+    from emmoe_core.ros_helpers import declare_config
 
     @dataclass(frozen=True)
     class Required:
@@ -139,7 +139,7 @@ def test_declare_config_requires_a_default(ros_node_factory):
 def test_declare_parameters(ros_node_factory):
     from rclpy.parameter import Parameter
 
-    from emmoe_eval.ros_helpers import declare_parameters
+    from emmoe_core.ros_helpers import declare_parameters
 
     node = ros_node_factory("plain_parameters", parameter_overrides=[Parameter("mode", value=False)])
     values = declare_parameters(node, {"backend": "mock", "steps": 20, "plan": [], "mode": "auto"},

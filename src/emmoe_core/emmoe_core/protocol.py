@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from emmoe_eval.names import AliasTable, default_alias_table, normalize
+from emmoe_core.names import AliasTable, default_alias_table, normalize
 
+# The four head-camera views the planner sees at every step, in the order of its prompt and of the info.txt images.
+VIEWS: tuple[str, ...] = ("front", "left", "back", "right")
 ACTIONS: tuple[str, ...] = ("Go to", "Pick", "Put", "Open", "Close", "End")
 MODELS: tuple[str, ...] = ("NoMaD", "PixNav", "octo", "RT-1-X")
 # Which models the planner is told fit each action (the system prompt's descriptions).
