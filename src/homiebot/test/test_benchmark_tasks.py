@@ -45,7 +45,7 @@ def _scene(task_id: int) -> dict:
 def test_instructions_are_the_benchmark_text_and_splits_hold(definitions):
     assert sorted(load_definitions(TASKS / "emmoe_test.yaml")) == list(range(91, 101))
     assert all(1 <= task_id <= 90 for task_id in load_definitions(TASKS / "emmoe_train.yaml"))
-    tsv = ROOT / "src" / "emmoe_eval" / "emmoe_eval" / "data" / "emmoe100_tasks.tsv"
+    tsv = ROOT / "src" / "emmoe_core" / "emmoe_core" / "data" / "emmoe100_tasks.tsv"
     instructions = dict(line.split("\t", 1) for line in tsv.read_text().splitlines()[1:])
     for task_id, definition in definitions.items():
         assert definition.instruction == instructions[str(task_id)].strip()
