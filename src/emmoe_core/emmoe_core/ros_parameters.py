@@ -1,7 +1,6 @@
 """Config dataclasses as ROS 2 parameters: `declare_config(node, ConfigType)` declares one parameter per field
 (nested dataclasses flattened), reads the values back and builds the config, so that its `__post_init__` validation
-runs; `declare_parameters(node, defaults)` does the same for a plain mapping of defaults. Re-exported by
-emmoe_core.ros_helpers, the module nodes import.
+runs. Re-exported by emmoe_core.ros_helpers, the module nodes import.
 """
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Union
 
@@ -53,29 +52,6 @@ class _Leaf:
     kind: Parameter.Type | None  # None: dynamically typed
     default: Any
     convert: Callable[[Any], Any]
-
-
-def declare_parameters(node: Node, defaults: Mapping[str, Any],
-                       dynamic_typing: Sequence[str] = ()) -> dict[str, Any]:
-    """Declare one parameter per entry of `defaults` (its type from the default's) and read the values back.
-
-    A list default is a string array (an empty one too); names in `dynamic_typing` take any type.
-
-    Raises:
-        ValueError: a value of the wrong type, naming the parameter.
-    """
-    values = {}
-    for name, default in defaults.items():
-        if name in dynamic_typing:
-            kind = None
-        elif isinstance(default, (list, tuple)):
-            kind = Parameter.Type.STRING_ARRAY
-        else:
-            kind = _SCALARS.get(type(default))
-            if kind is None:
-                raise TypeError(f"parameter {name}: no ROS parameter type for default {default!r}")
-        values[name] = _declare(node, name, kind, default)
-    return values
 
 
 def declare_config(node: Node, config_type: type[Any], overrides: Mapping[str, Any] | None = None,

@@ -135,13 +135,3 @@ def test_declare_config_requires_a_default(ros_node_factory):
         declare_config(ros_node_factory("config_required"), Required)
     assert declare_config(ros_node_factory("config_given"), Required, {"out_dir": "runs/x"}).out_dir == Path("runs/x")
 
-
-def test_declare_parameters(ros_node_factory):
-    from rclpy.parameter import Parameter
-
-    from emmoe_core.ros_helpers import declare_parameters
-
-    node = ros_node_factory("plain_parameters", parameter_overrides=[Parameter("mode", value=False)])
-    values = declare_parameters(node, {"backend": "mock", "steps": 20, "plan": [], "mode": "auto"},
-                                dynamic_typing=("mode",))
-    assert values == {"backend": "mock", "steps": 20, "plan": [], "mode": False}

@@ -23,6 +23,7 @@ import functools
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,18 @@ from emmoe_eval.records import image_to_array, run_info_from_record, step_from_r
 from emmoe_core.topics import VIDEO_TOPICS
 from emmoe_eval.videos import VideoConfig, VideoRecorder
 
+
+@dataclass(frozen=True)
+class VideoParameters:
+    """The evaluator's video parameters.
+
+    Attributes:
+        record_videos: subscribe to the video topics and write MP4s.
+        video: the recorder's settings (its fps is the parameter `video_fps`; window_s is no parameter).
+    """
+
+    record_videos: bool = False
+    video: VideoConfig = VideoConfig()
 
 
 class EvaluatorNode(Node):
@@ -101,16 +114,16 @@ class EvaluatorNode(Node):
 
         Frames are placed by their publication time against the StepRecords' stamps (emmoe_eval.videos).
         """
-        record = self.declare_parameter("record_videos", False).value
-        config: VideoConfig = declare_config(self, VideoConfig, parameters={"fps": "video_fps", "window_s": None})
-        if not record:
+        parameters: VideoParameters = declare_config(self, VideoParameters,
+                                                     parameters={"video.fps": "video_fps", "video.window_s": None})
+        if not parameters.record_videos:
             return None
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         group = MutuallyExclusiveCallbackGroup()
         for stream, topic in VIDEO_TOPICS.items():
             self.create_subscription(Image, topic, functools.partial(self._on_frame, stream), qos,
                                      callback_group=group)
-        return VideoRecorder(config)
+        return VideoRecorder(parameters.video)
 
     def _on_frame(self, stream: str, message: Image, info: MessageInfo) -> None:
         try:

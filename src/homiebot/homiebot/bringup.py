@@ -187,9 +187,10 @@ def require_loopback_stack(error: type[Exception]) -> None:
 
 def secret_variables(overrides: Mapping[str, Mapping[str, object]]) -> tuple[str, ...]:
     """The environment variable holding the planner's API key (its `openai_api_key_env` override or the default)."""
-    from homiebot_planner.settings import PARAMETER_DEFAULTS
+    from homiebot_planner.settings import PlannerParameters
 
-    return (str(overrides.get(PLANNER_NODE, {}).get(API_KEY_PARAMETER, PARAMETER_DEFAULTS[API_KEY_PARAMETER])),)
+    default = PlannerParameters().openai_api_key_env
+    return (str(overrides.get(PLANNER_NODE, {}).get(API_KEY_PARAMETER, default)),)
 
 
 def dropped_variables(node_name: str, overrides: Mapping[str, Mapping[str, object]]) -> tuple[str, ...]:

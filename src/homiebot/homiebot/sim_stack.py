@@ -36,7 +36,8 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ def parse_failures(text: str, put_drop: float = 0.0, seed: int = 0) -> FailureCo
     return FailureConfig(probabilities, put_drop, seed, unit)
 
 
-def parse_remotes(entries: list[str]) -> dict[str, str]:
+def parse_remotes(entries: Sequence[str]) -> dict[str, str]:
     """["rt1x=http://127.0.0.1:8000", ...] -> {server: url}.
 
     Raises:
@@ -95,64 +96,81 @@ def parse_remotes(entries: list[str]) -> dict[str, str]:
     return remotes
 
 
-# Options of the stack: command-line flag, ROS parameter of the `sim_stack` node (bringup YAML), default.
-OPTIONS: dict[str, tuple[str, object, str]] = {
-    "setting": ("--setting", "background", "benchmark setting: background (privileged M3 skills) or no_background "
-                "(sensor-only skills)"),
-    "backend": ("--backend", "mujoco", "simulator backend: mujoco, habitat or auto (habitat when it imports), or "
-                "fetch (a real Fetch, or the fake one, through its ROS interfaces; needs --setting no_background)"),
-    "fetch_dry_run": ("--fetch-dry-run", False, "fetch backend: compute and log every command, send none"),
-    "fetch_joint_speed": ("--fetch-joint-speed", 0.5, "fetch backend: joint speed limit of arm, torso and head "
-                          "(rad/s; the skills move the arm no faster; 1.25 is the Fetch's slowest arm joint)"),
-    "fetch_views_by": ("--fetch-views-by", "base", "fetch backend: take the four planner views by turning the base "
-                       "(as the release did) or panning the head (head)"),
-    "scene": ("--scene", "", "scene spec file (JSON/YAML) or official EMMOE scene.json"),
-    "seed": ("--seed", 0, "seed of the generated apartment (without a scene) or the compact kitchen"),
-    "compact": ("--compact", False, "the small test kitchen instead of the apartment"),
-    "fail": ("--fail", "", "failure model: table4 (the paper's skills, per execution), skill=p,... (per attempt) or "
-             "execution:skill=p,..."),
-    "fail_seed": ("--fail-seed", 0, "seed of the failure model"),
-    "put_drop": ("--put-drop", 0.0, "probability that a failing Put drops the object"),
-    "remote": ("--remote", [""], "SERVER=URL: run SERVER (nomad, pixnav, rt1x, octo) on a homiebot-policy/1 server"),
-    "remote_timeout": ("--remote-timeout", 5.0, "seconds per policy request"),
-    "rate_hz": ("--rate-hz", 50.0, "bridge control rate"),
-    "camera_rate_hz": ("--camera-rate-hz", 2.0, "bridge camera publishing rate"),
-}
+# The metadata key of a StackOptions field holding its flag's help text.
+HELP = "help"
+
+
+def _option(default: Any, text: str) -> Any:
+    """A field of StackOptions: its default and the help text of its flag."""
+    return field(default=default, metadata={HELP: text})
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    """Options of the stack: each a command-line flag (`--fetch-joint-speed` for fetch_joint_speed) and a ROS
+    parameter of the `sim_stack` node (bringup YAML, `--set sim_stack.NAME=VALUE`); a flag given wins.
+
+    Raises:
+        ValueError: an unknown setting.
+    """
+
+    setting: str = _option("background", "benchmark setting: background (privileged M3 skills) or no_background "
+                           "(sensor-only skills)")
+    backend: str = _option("mujoco", "simulator backend: mujoco, habitat or auto (habitat when it imports), or fetch "
+                           "(a real Fetch, or the fake one, through its ROS interfaces; needs --setting "
+                           "no_background)")
+    fetch_dry_run: bool = _option(False, "fetch backend: compute and log every command, send none")
+    fetch_joint_speed: float = _option(0.5, "fetch backend: joint speed limit of arm, torso and head (rad/s; the "
+                                       "skills move the arm no faster; 1.25 is the Fetch's slowest arm joint)")
+    fetch_views_by: str = _option("base", "fetch backend: take the four planner views by turning the base (as the "
+                                  "release did) or panning the head (head)")
+    scene: str = _option("", "scene spec file (JSON/YAML) or official EMMOE scene.json")
+    seed: int = _option(0, "seed of the generated apartment (without a scene) or the compact kitchen")
+    compact: bool = _option(False, "the small test kitchen instead of the apartment")
+    fail: str = _option("", "failure model: table4 (the paper's skills, per execution), skill=p,... (per attempt) or "
+                        "execution:skill=p,...")
+    fail_seed: int = _option(0, "seed of the failure model")
+    put_drop: float = _option(0.0, "probability that a failing Put drops the object")
+    remote: tuple[str, ...] = _option((), "SERVER=URL: run SERVER (nomad, pixnav, rt1x, octo) on a homiebot-policy/1 "
+                                      "server")
+    remote_timeout: float = _option(5.0, "seconds per policy request")
+    rate_hz: float = _option(50.0, "bridge control rate")
+    camera_rate_hz: float = _option(2.0, "bridge camera publishing rate")
+
+    def __post_init__(self) -> None:
+        check_setting(self.setting)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options of the stack (each also a ROS parameter of the `sim_stack` node)."""
     parser = argparse.ArgumentParser(prog="sim_stack", description=__doc__.split("\n")[0])
-    for name, (flag, default, text) in OPTIONS.items():
-        if isinstance(default, bool):
+    for option in fields(StackOptions):
+        flag, text = f"--{option.name.replace('_', '-')}", option.metadata[HELP]
+        if isinstance(option.default, bool):
             parser.add_argument(flag, action="store_const", const=True, default=None, help=text)
-        elif isinstance(default, list):
+        elif isinstance(option.default, tuple):
             parser.add_argument(flag, action="append", default=None, metavar="SERVER=URL", help=text)
         else:
-            parser.add_argument(flag, type=type(default), default=None, help=text,
-                                choices=SETTINGS if name == "setting" else None)
+            parser.add_argument(flag, type=type(option.default), default=None, help=text,
+                                choices=SETTINGS if option.name == "setting" else None)
     return parser
 
 
-def resolve_options(cli: argparse.Namespace, parameters: Any) -> dict[str, Any]:
-    """Command-line values where given, else the `sim_stack` node's ROS parameters (defaults included).
+def resolve_options(cli: argparse.Namespace, parameters: StackOptions) -> StackOptions:
+    """Command-line values where given, else the `sim_stack` node's ROS parameters (defaults included; the blank
+    `remote` entries a parameter file needs to write an empty list dropped).
 
     Raises:
         ValueError: an unknown setting.
     """
-    values = {}
-    for name, (_, default, _) in OPTIONS.items():
-        given = getattr(cli, name)
-        if given is not None:
-            values[name] = given
-        else:
-            parameter = parameters.get_parameter(name).value
-            values[name] = [item for item in parameter if item] if isinstance(default, list) else parameter
-    check_setting(values["setting"])
-    return values
+    given = {option.name: getattr(cli, option.name) for option in fields(StackOptions)
+             if getattr(cli, option.name) is not None}
+    if "remote" in given:
+        given["remote"] = tuple(given["remote"])
+    return replace(parameters, **{"remote": tuple(item for item in parameters.remote if item), **given})
 
 
-def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) -> list[Any]:
+def build_nodes(options: StackOptions, scene_path: str, **node_kwargs: Any) -> list[Any]:
     """The bridge node and one skill server per model, sharing the bridge's backend (see the module docstring);
     `node_kwargs` (a context, say) go to every node.
 
@@ -167,25 +185,25 @@ def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) ->
     from homiebot_executor.policies.sensor import SensorSkills
     from homiebot_executor.policies.sensor.context import SensorConfig
 
-    failures = parse_failures(options["fail"], options["put_drop"], options["fail_seed"])
-    remotes = parse_remotes(options["remote"])
-    setting = check_setting(options["setting"])
+    failures = parse_failures(options.fail, options.put_drop, options.fail_seed)
+    remotes = parse_remotes(options.remote)
+    setting = options.setting
     nodes: list[Any] = []
     skill_config: Any = None
-    if options["backend"] == "fetch":
+    if options.backend == "fetch":
         backend = fetch_backend(options, setting, **node_kwargs)
         defaults = SensorConfig()
         # The skills move the arm no faster per control step than the robot's joint speed limit lets it follow.
         arm_speed = min(defaults.arm_speed, backend.robot.config.safety.max_joint_speed * defaults.control_period)
         backend_name, skill_config = "fetch", replace(defaults, views=FETCH_SKILL_VIEWS, arm_speed=arm_speed)
     else:
-        backend_name = resolve_backend_name(options["backend"])
+        backend_name = resolve_backend_name(options.backend)
         backend = create_backend(backend_name)
     bridge = BridgeNode(backend=backend, parameter_overrides=[
         Parameter("backend", value=backend_name), Parameter("scene_path", value=scene_path),
-        Parameter("seed", value=-1 if scene_path else options["seed"]),
-        Parameter("rate_hz", value=float(options["rate_hz"])),
-        Parameter("camera_rate_hz", value=float(options["camera_rate_hz"]))], **node_kwargs)
+        Parameter("seed", value=-1 if scene_path else options.seed),
+        Parameter("rate_hz", value=float(options.rate_hz)),
+        Parameter("camera_rate_hz", value=float(options.camera_rate_hz))], **node_kwargs)
     nodes.append(bridge)
     lock = bridge.exclusive()
     failure_model = FailureModel(failures) if failures.enabled else None
@@ -199,7 +217,7 @@ def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) ->
     for server in SERVERS:
         policy: Any = m3 if server == "m3" else skills
         if server in remotes:
-            client = PolicyClient(ClientConfig(remotes[server], float(options["remote_timeout"])))
+            client = PolicyClient(ClientConfig(remotes[server], float(options.remote_timeout)))
             policy = RemotePolicy(bridge.backend, client, MODEL_OF_SERVER[server], lock=lock)
         nodes.append(SkillServerNode(server, policy, claim, **node_kwargs))
     bridge.get_logger().info(f"{describe(setting)}; skill servers: {', '.join(SERVERS)}"
@@ -209,7 +227,7 @@ def build_nodes(options: dict[str, Any], scene_path: str, **node_kwargs: Any) ->
     return nodes
 
 
-def fetch_backend(options: dict[str, Any], setting: str, **node_kwargs: Any) -> Any:
+def fetch_backend(options: StackOptions, setting: str, **node_kwargs: Any) -> Any:
     """The FetchBackend of a fetch_robot node spinning on its own thread (a real Fetch, or the fake one, through its
     ROS interfaces); closing the backend closes the node.
 
@@ -224,14 +242,14 @@ def fetch_backend(options: dict[str, Any], setting: str, **node_kwargs: Any) -> 
     if setting != "no_background":
         raise ValueError("--backend fetch runs the sensor-only skills: give --setting no_background (a robot has no "
                          "privileged scene for the M3 skills)")
-    config = FetchConfig(safety=SafetyConfig(max_joint_speed=float(options["fetch_joint_speed"]),
-                                             dry_run=bool(options["fetch_dry_run"])))
-    return FetchRobotNode(config, FetchBackendConfig(views_by=options["fetch_views_by"]), **node_kwargs).backend
+    config = FetchConfig(safety=SafetyConfig(max_joint_speed=float(options.fetch_joint_speed),
+                                             dry_run=options.fetch_dry_run))
+    return FetchRobotNode(config, FetchBackendConfig(views_by=options.fetch_views_by), **node_kwargs).backend
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the stack until interrupted (ROS arguments such as --ros-args --params-file are honoured)."""
-    from emmoe_core.ros_helpers import declare_parameters, spin_node
+    from emmoe_core.ros_helpers import declare_config, spin_node
     from rclpy.node import Node
     from rclpy.utilities import remove_ros_args
 
@@ -241,15 +259,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def nodes() -> list[Any]:
         settings = Node("sim_stack")
-        declare_parameters(settings, {name: default for name, (_, default, _) in OPTIONS.items()})
-        options = resolve_options(cli, settings)
-        scene_path = options["scene"]
-        if options["compact"] and not scene_path:
+        options = resolve_options(cli, declare_config(settings, StackOptions))
+        scene_path = options.scene
+        if options.compact and not scene_path:
             from habitat_bridge.apartment import compact_room
             from habitat_bridge.scene_spec import save_scene_spec
 
             temporary.append(tempfile.TemporaryDirectory(prefix="homiebot_scene_"))
-            scene_path = str(save_scene_spec(compact_room(options["seed"]), Path(temporary[0].name) / "compact.json"))
+            scene_path = str(save_scene_spec(compact_room(options.seed), Path(temporary[0].name) / "compact.json"))
         return [settings, *build_nodes(options, scene_path)]
 
     def cleanup() -> None:

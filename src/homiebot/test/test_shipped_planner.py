@@ -15,7 +15,7 @@ from homiebot_planner.backends.hf import adapter_stack
 from homiebot_planner.backends.smollm2 import SmolLM2Backend, SmolLM2Config, default_adapter_dir
 from homiebot_planner.planner import Observation, Planner
 from homiebot_planner.prompts import VIEW_ORDER
-from homiebot_planner.settings import build_settings
+from homiebot_planner.settings import PlannerParameters, build_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 ADAPTER = ROOT / "models" / "homiebot-135m"
@@ -52,7 +52,7 @@ def test_homiebot_plans_a_valid_subtask_on_a_simulator_observation() -> None:
     task = read_task(ROOT / "data" / "test" / "91", "test")
     observation = _simulator_observation("91")
     backend = SmolLM2Backend(SmolLM2Config(adapter_dir=str(ADAPTER)))
-    config = build_settings({}).planner  # the planner node's defaults for homiebot
+    config = build_settings(PlannerParameters()).planner  # the planner node's defaults for homiebot
     assert (config.temperature, config.target_names) == (0.0, "vocabulary")
     planner = Planner(backend, task.info.task, config)
 

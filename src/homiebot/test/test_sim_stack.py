@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import types
-
 import pytest
 
-from homiebot.sim_stack import OPTIONS, build_parser, parse_failures, parse_remotes, resolve_options
+from homiebot.sim_stack import StackOptions, build_parser, parse_failures, parse_remotes, resolve_options
 
 
 def test_stack_options():
@@ -27,22 +25,23 @@ def test_stack_options():
         parse_remotes(["m3=http://127.0.0.1:1"])
 
 
-class _Parameters:
-    """The `sim_stack` node's parameters as get_parameter answers them (defaults, a few replaced)."""
-
-    def __init__(self, **values):
-        self.values = {name: default for name, (_, default, _) in OPTIONS.items()} | values
-
-    def get_parameter(self, name):
-        return types.SimpleNamespace(value=self.values[name])
-
-
 def test_the_setting_option_defaults_to_background_and_a_flag_wins():
     parser = build_parser()
-    assert resolve_options(parser.parse_args([]), _Parameters())["setting"] == "background"
-    assert resolve_options(parser.parse_args([]), _Parameters(setting="no_background"))["setting"] == "no_background"
-    assert resolve_options(parser.parse_args(["--setting", "no_background"]), _Parameters(setting="background")
-                           )["setting"] == "no_background"
+    assert resolve_options(parser.parse_args([]), StackOptions()).setting == "background"
+    assert resolve_options(parser.parse_args([]), StackOptions(setting="no_background")).setting == "no_background"
+    assert resolve_options(parser.parse_args(["--setting", "no_background"]), StackOptions(setting="background")
+                           ).setting == "no_background"
+
+
+def test_every_option_is_a_flag_and_flags_win_over_parameters():
+    parser = build_parser()
+    flags = ["--backend", "habitat", "--fetch-dry-run", "--fetch-joint-speed", "1.25", "--seed", "3",
+             "--remote", "rt1x=http://127.0.0.1:8000", "--camera-rate-hz", "0"]
+    options = resolve_options(parser.parse_args(flags), StackOptions(seed=7, remote=("", "octo=http://x")))
+    assert (options.backend, options.fetch_dry_run, options.fetch_joint_speed, options.seed, options.remote,
+            options.camera_rate_hz) == ("habitat", True, 1.25, 3, ("rt1x=http://127.0.0.1:8000",), 0.0)
+    # Without flags the parameters hold, the placeholder blank entry of an empty list dropped.
+    assert resolve_options(parser.parse_args([]), StackOptions(seed=7, remote=("",))) == StackOptions(seed=7)
 
 
 def test_an_unknown_setting_is_refused_as_flag_and_as_parameter(capsys):
@@ -50,4 +49,4 @@ def test_an_unknown_setting_is_refused_as_flag_and_as_parameter(capsys):
         build_parser().parse_args(["--setting", "sensor"])
     assert "invalid choice: 'sensor'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="setting: expected one of background, no_background, got 'sensor'"):
-        resolve_options(build_parser().parse_args([]), _Parameters(setting="sensor"))
+        StackOptions(setting="sensor")  # the `sim_stack` node's parameter

@@ -74,10 +74,9 @@ def test_no_background_runs_the_sensor_skills_and_m3_refuses(ros_context):
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.node import Node
 
-    from homiebot.sim_stack import M3_REFUSAL, OPTIONS, build_nodes
+    from homiebot.sim_stack import M3_REFUSAL, StackOptions, build_nodes
 
-    options = {name: default for name, (_, default, _) in OPTIONS.items()}
-    options.update(setting="no_background", remote=["octo=http://127.0.0.1:9"], camera_rate_hz=0.0)
+    options = StackOptions(setting="no_background", remote=("octo=http://127.0.0.1:9",), camera_rate_hz=0.0)
     nodes = build_nodes(options, "", context=ros_context)
     client_node = Node("setting_client", context=ros_context)
     spinner = MultiThreadedExecutor(num_threads=4, context=ros_context)

@@ -29,7 +29,8 @@ from emmoe_eval.benchmark_qos import steps_qos
 from emmoe_core.robot.messages import snapshot_from_query
 from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_eval.runs import Step
-from emmoe_core.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
+from emmoe_core.ros_helpers import CallStatus, ParameterSpec, call_service, declare_config, send_action_goal, \
+    spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
 from emmoe_interfaces.msg import StepRecord, Subtask
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
@@ -55,12 +56,7 @@ from homiebot_planner.rollout import (
     Observed,
     run_episode,
 )
-from homiebot_planner.settings import (
-    DYNAMIC_TYPED_PARAMETERS,
-    PARAMETER_DEFAULTS,
-    build_settings,
-    resolve_in_context_example,
-)
+from homiebot_planner.settings import DYNAMIC_TYPED_PARAMETERS, PlannerParameters, build_settings
 
 _EXECUTOR_FAULTS = (ExecuteSubtask.Result.CANCELED, ExecuteSubtask.Result.BUSY, ExecuteSubtask.Result.INTERNAL_ERROR)
 _FAULT_CODES = {FaultSource.SIMULATOR: RunTask.Result.SIMULATOR_ERROR, FaultSource.EXECUTOR: RunTask.Result.EXECUTOR_ERROR,
@@ -82,13 +78,14 @@ class PlannerNode(Node):
     def __init__(self, context: Any = None, parameter_overrides: list[Parameter] | None = None) -> None:
         super().__init__("planner", context=context, parameter_overrides=parameter_overrides or [])
         # Dynamically typed parameters take several types: `-p in_context_example:=true` arrives as a bool.
-        self.settings = build_settings(declare_parameters(self, PARAMETER_DEFAULTS, DYNAMIC_TYPED_PARAMETERS))
+        parameters: PlannerParameters = declare_config(self, PlannerParameters, parameters={
+            name: ParameterSpec(dynamic_typing=True) for name in DYNAMIC_TYPED_PARAMETERS})
+        self.settings = build_settings(parameters)
         self.backend = create_backend(self.settings.backend)
         if self.settings.dagger is not None:
             self.backend = DaggerBackend(self.backend, OracleBackend(self.settings.oracle), self.settings.dagger)
         self.planner_config = self.settings.planner
-        self.in_context_example = resolve_in_context_example(self.settings.in_context_example,
-                                                             self.backend.default_in_context_example)
+        self.in_context_example = self.settings.uses_in_context_example(self.backend.default_in_context_example)
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._cancels: dict[bytes, threading.Event] = {}

@@ -1,23 +1,14 @@
 """The planner node's parameters and how they become typed configs (no ROS here, so it is unit-tested directly).
 
-Every ROS parameter of the node is listed in `PARAMETER_DEFAULTS` with its default; `build_settings` turns a
-mapping of values into the node config, the planner-loop config and the config of the chosen backend.
-
-Three loop settings default to "auto", which follows the chosen backend as the EMMOE release does (docs/fidelity.md):
-- `parser`: "release_bracket" for openai (the release's API scripts use only the bracketed pattern), "release" for
-  hf (its open-model scripts), "strict" for homiebot, smollm2, mock, expert and random, whose answers are well-formed by
-  construction (constrained decoding, scripts, generated text), so every parser reads them the same way;
-- `temperature`: none sent for openai (the API's default, as the release's GPT-4o/Gemini scripts), 0 (greedy) for
-  homiebot, HomieBot-135M (chosen on held-out train tasks: task progress 18.5 % greedy against 14.8 % at 0.2), 0.2
-  otherwise (the release's HomieBot loop); "none" sends none for any backend, a number forces it;
-- `max_new_tokens`: 300 for openai (the release's `max_tokens`), 1024 otherwise (the HomieBot loop).
+`PlannerParameters` lists every ROS parameter of the node with its default; the node declares it with
+emmoe_core.ros_helpers.declare_config (the names in DYNAMIC_TYPED_PARAMETERS dynamically typed). `resolve_auto` is
+the one place where the parameters left at "auto" become values, per backend; `build_settings` turns the parameters
+into the node config, the planner-loop config and the config of the chosen backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from emmoe_core.robot.naming import FAR_THRESHOLD_M
 
@@ -36,102 +27,97 @@ from homiebot_planner.backends.dagger import DaggerConfig
 from homiebot_planner.backends.smollm2 import default_adapter_dir
 from homiebot_planner.planner import PlannerConfig
 
-TRI_STATE = ("auto", "true", "false")
 AUTO = "auto"
-# Parameters taking a TRI_STATE value.
-TRI_STATE_PARAMETERS = ("in_context_example", "constrained_decoding")
+TRI_STATE = (AUTO, "true", "false")
 # Parameters declared with dynamic typing: a string ("auto", "none") or a bool/number given on the command line.
-DYNAMIC_TYPED_PARAMETERS = (*TRI_STATE_PARAMETERS, "temperature", "max_new_tokens")
-# What "auto" means per backend kind: (parser, temperature, max_new_tokens); None = no temperature sent.
-API_DEFAULTS: tuple[str, float | None, int] = ("release_bracket", None, 300)
-BACKEND_DEFAULTS: dict[str, tuple[str, float | None, int]] = {
-    "openai": API_DEFAULTS,
-    "hf": ("release", 0.2, 1024),
-    "homiebot": ("strict", 0.0, 1024),
-}
-LOCAL_DEFAULTS: tuple[str, float | None, int] = ("strict", 0.2, 1024)
-# What "auto" means for target_names per backend kind ("visible" for the others).
-TARGET_NAMES_DEFAULTS: dict[str, str] = {"homiebot": "vocabulary"}
+DYNAMIC_TYPED_PARAMETERS = ("in_context_example", "constrained_decoding", "temperature", "max_new_tokens")
 
-PARAMETER_DEFAULTS: dict[str, Any] = {
-    # Which backend plans: homiebot (the trained default), smollm2 (untuned), mock, expert, openai, hf or random.
-    "backend": "homiebot",
+
+@dataclass(frozen=True)
+class PlannerParameters:
+    """Every ROS parameter of the planner node, with its default (what `--set planner.NAME=VALUE`, `-p NAME:=VALUE`
+    and the `planner` section of a parameter file set). "auto" values are resolved by `resolve_auto`."""
+
+    # Which backend plans: homiebot (the trained default), smollm2 (untuned), mock, expert, oracle, openai, hf or
+    # random.
+    backend: str = "homiebot"
     # The planning loop (EMMOE defaults).
-    "max_steps": 20,
-    "max_samples": 5,
+    max_steps: int = 20
+    max_samples: int = 5
     # 0: the release sends no conversation history (3 is its defined but unused window).
-    "history_window": 0,
-    "request_variant": "live",
-    "in_context_example": "auto",
-    # "auto" (per backend, see the module docstring), or a value.
-    "parser": AUTO,
-    "temperature": AUTO,
-    "max_new_tokens": AUTO,
-    "require_valid": False,
-    "release_image_order": False,
-    "hand_rules": True,
-    "object_rules": True,
-    "no_repeat": True,
+    history_window: int = 0
+    request_variant: str = "live"
+    # The tri-states "auto", "true" or "false" (a bool from the command line).
+    in_context_example: str | bool = AUTO
+    # "auto" or a value: parser "release", "release_bracket" or "strict"; temperature "none" or a number;
+    # max_new_tokens a whole number.
+    parser: str = AUTO
+    temperature: str | float = AUTO
+    max_new_tokens: str | int = AUTO
+    require_valid: bool = False
+    release_image_order: bool = False
+    hand_rules: bool = True
+    object_rules: bool = True
+    no_repeat: bool = True
     # Text observations: where each visible small object rests (`apple (on sofa)`).
-    "object_locations": True,
-    # Constrained decoding for local backends: auto = on for homiebot and smollm2, off for hf.
-    "constrained_decoding": "auto",
-    # What constrained decoding may name: auto (per backend, see TARGET_NAMES_DEFAULTS), visible or vocabulary.
-    "target_names": "auto",
-    "analysis_max_tokens": 48,
+    object_locations: bool = True
+    # Constrained decoding for local backends (a tri-state).
+    constrained_decoding: str | bool = AUTO
+    # What constrained decoding may name: auto, visible or vocabulary.
+    target_names: str = AUTO
+    analysis_max_tokens: int = 48
     # Local backends: reuse the prompt's constant start and walk the token trie (false: the plain generate() path).
-    "prefix_cache": True,
-    # The ROS side of a run.
-    "executor_timeout_s": 300.0,
-    "observation_timeout_s": 30.0,
-    "reset_timeout_s": 120.0,
-    "server_wait_s": 10.0,
-    "data_dir": "",
-    "tasks_file": "",
-    "reset_simulator": True,
-    "conversation_dir": "",
-    "record_views": True,
-    # mock
-    "mock_outputs": [""],
-    "mock_file": "",
-    "mock_observation_mode": "images",
+    prefix_cache: bool = True
+    # The ROS side of a run (NodeConfig).
+    executor_timeout_s: float = 300.0
+    observation_timeout_s: float = 30.0
+    reset_timeout_s: float = 120.0
+    server_wait_s: float = 10.0
+    data_dir: str = ""
+    tasks_file: str = ""
+    reset_simulator: bool = True
+    conversation_dir: str = ""
+    record_views: bool = True
+    # mock (empty entries of the string arrays are dropped: a parameter file needs [""] for an empty list)
+    mock_outputs: tuple[str, ...] = ()
+    mock_file: str = ""
+    mock_observation_mode: str = "images"
     # expert: "info" replays the successful subtasks of the task's info.txt (the annotated trajectory; the default),
     # "keypath" follows keypath.json, "replay" every info.txt block, failures included (homiebot collect), "plan".
-    "expert_source": "info",
-    "expert_plan": [""],
+    expert_source: str = "info"
+    expert_plan: tuple[str, ...] = ()
     # oracle (the re-planning expert, training and evaluation only): targets farther than this are walked up to
     # (the executor's D1 limit, far_threshold; set both together).
-    "oracle_reach_m": FAR_THRESHOLD_M,
+    oracle_reach_m: float = FAR_THRESHOLD_M
     # On-policy collection: with a rows folder, the backend above is the student and the oracle answers every step
     # too (its answer executed with probability dagger_beta); rows land in <dagger_rows_dir>/<episode>__<run>.jsonl.
-    "dagger_rows_dir": "",
-    "dagger_beta": 0.0,
-    "dagger_seed": 0,
+    dagger_rows_dir: str = ""
+    dagger_beta: float = 0.0
+    dagger_seed: int = 0
     # openai
-    "openai_model": "gpt-4o",
-    "openai_base_url": "https://api.openai.com/v1",
-    "openai_api_key_env": "OPENAI_API_KEY",
-    "openai_timeout_s": 60.0,
-    "openai_max_retries": 3,
-    "openai_backoff_s": 1.0,
-    "openai_send_images": True,
-    "openai_text_first": False,
-    # hf
-    "hf_model_path": "",
-    "hf_base_model_path": "",
-    "hf_load_in_4bit": False,
-    "hf_device": "cpu",
-    "hf_dtype": "auto",
-    "hf_observation_mode": "auto",
-    "hf_trust_remote_code": False,
+    openai_model: str = "gpt-4o"
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key_env: str = "OPENAI_API_KEY"
+    openai_timeout_s: float = 60.0
+    openai_max_retries: int = 3
+    openai_backoff_s: float = 1.0
+    openai_send_images: bool = True
+    openai_text_first: bool = False
+    # hf (device, dtype and observation mode "auto" are resolved by the hf backend against the loaded checkpoint)
+    hf_model_path: str = ""
+    hf_base_model_path: str = ""
+    hf_load_in_4bit: bool = False
+    hf_device: str = "cpu"
+    hf_dtype: str = AUTO
+    hf_observation_mode: str = AUTO
+    hf_trust_remote_code: bool = False
     # random (the random-valid-action baseline)
-    "random_seed": 0,
-    "random_end_probability": 0.05,
-    # smollm2 and homiebot (HomieBot-135M: smollm2 with the trained adapter; "" = $HOMIEBOT_ROOT/models/homiebot-135m)
-    "smollm2_cache_dir": "",
-    "homiebot_adapter_dir": "",
-    "num_threads": 0,
-}
+    random_seed: int = 0
+    random_end_probability: float = 0.05
+    # smollm2 and homiebot (HomieBot-135M: smollm2 with the trained adapter; "" = the shipped one, see resolve_auto)
+    smollm2_cache_dir: str = ""
+    homiebot_adapter_dir: str = ""
+    num_threads: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,144 +157,196 @@ class NodeConfig:
 
 
 @dataclass(frozen=True)
+class AutoResolved:
+    """The parameters that may be "auto", as values for one backend (see resolve_auto).
+
+    Attributes:
+        parser: how answers are parsed.
+        temperature: the sampling temperature sent (None: none sent).
+        max_new_tokens: the generation length limit.
+        target_names: what constrained decoding may name.
+        constrained: constrained decoding on (local backends).
+        in_context_example: show the one-example template (None: the built backend's default).
+        adapter_dir: the LoRA adapter of the smollm2 family ("" = the plain base model).
+    """
+
+    parser: str
+    temperature: float | None
+    max_new_tokens: int
+    target_names: str
+    constrained: bool
+    in_context_example: bool | None
+    adapter_dir: str
+
+
+@dataclass(frozen=True)
 class Settings:
-    """Everything the node is configured with."""
+    """Everything the node is configured with.
+
+    Attributes:
+        in_context_example: the parameter's choice (None: auto, see `uses_in_context_example`).
+    """
 
     node: NodeConfig
     planner: PlannerConfig
     backend: BackendConfig
-    in_context_example: str
+    in_context_example: bool | None
     dagger: DaggerConfig | None = None
     oracle: OracleConfig = OracleConfig()
 
+    def uses_in_context_example(self, backend_default: bool) -> bool:
+        """Whether runs show the in-context example: the parameter's choice, else (auto) the backend's default."""
+        return backend_default if self.in_context_example is None else self.in_context_example
 
-def _strings(value: Any) -> tuple[str, ...]:
-    """A string-array parameter without the placeholder empty entries ROS needs to type an empty array."""
-    return tuple(item for item in (value or ()) if isinstance(item, str) and item.strip())
+
+def resolve_auto(parameters: PlannerParameters) -> AutoResolved:
+    """The values of the parameters that default to "auto", for `parameters.backend`; a value other than "auto"
+    is kept (parsed and checked). "auto" follows the chosen backend as the EMMOE release does (docs/fidelity.md):
+
+    - `parser`: "release_bracket" for openai (the release's API scripts use only the bracketed pattern), "release"
+      for hf (its open-model scripts), "strict" for homiebot, smollm2, mock, expert, oracle and random, whose
+      answers are well-formed by construction (constrained decoding, scripts, generated text), so every parser
+      reads them the same way.
+    - `temperature`: none sent for openai (the API's default, as the release's GPT-4o/Gemini scripts), 0 (greedy)
+      for homiebot (HomieBot-135M, chosen on held-out train tasks: task progress 18.5 % greedy against 14.8 % at
+      0.2), 0.2 otherwise (the release's HomieBot loop); "none" sends none for any backend, a number forces it.
+    - `max_new_tokens`: 300 for openai (the release's `max_tokens`), 1024 otherwise (the HomieBot loop).
+    - `target_names`: "vocabulary" for homiebot (trained on the expert's names, from the task vocabulary),
+      "visible" (the names visible in the four views) otherwise.
+    - `constrained_decoding`: on for homiebot and smollm2, off for hf (the other backends decode nothing locally).
+    - `in_context_example`: None, the built backend's own default (`PlannerBackend.default_in_context_example`: on
+      for the untuned local models, hf and smollm2; off for homiebot, whose adapter was trained without it, and for
+      openai, mock, expert, oracle and random).
+    - `homiebot_adapter_dir` "": HomieBot-135M's adapter shipped in $HOMIEBOT_ROOT/models/homiebot-135m
+      (`default_adapter_dir`); smollm2 always runs the base model without an adapter.
+
+    Raises:
+        ValueError: a value that is neither "auto" nor valid, naming the parameter.
+    """
+    kind = parameters.backend
+    parser = {"openai": "release_bracket", "hf": "release"}.get(kind, "strict")
+    temperature = {"openai": None, "homiebot": 0.0}.get(kind, 0.2)
+    max_new_tokens = 300 if kind == "openai" else 1024
+    target_names = "vocabulary" if kind == "homiebot" else "visible"
+    constrained = _tri_state("constrained_decoding", parameters.constrained_decoding)
+    in_context_example = _tri_state("in_context_example", parameters.in_context_example)
+    if kind == "homiebot":
+        adapter_dir = parameters.homiebot_adapter_dir or str(default_adapter_dir())
+    else:
+        adapter_dir = ""
+    return AutoResolved(
+        parser=parser if parameters.parser == AUTO else parameters.parser,
+        temperature=_temperature(parameters.temperature, temperature),
+        max_new_tokens=_max_new_tokens(parameters.max_new_tokens, max_new_tokens),
+        target_names=target_names if parameters.target_names == AUTO else parameters.target_names,
+        constrained=kind in ("homiebot", "smollm2") if constrained is None else constrained,
+        in_context_example=in_context_example, adapter_dir=adapter_dir)
 
 
-def _tri_state(name: str, value: Any) -> str:
+def _tri_state(name: str, value: str | bool) -> bool | None:
+    """A tri-state parameter: None for "auto", else the bool ("true"/"false", or a bool from the command line)."""
     text = str(value).lower()
     if text not in TRI_STATE:
         raise ValueError(f"{name} must be one of {', '.join(TRI_STATE)}, not {value!r}")
-    return text
+    return None if text == AUTO else text == "true"
 
 
-def backend_config(values: Mapping[str, Any]) -> BackendConfig:
-    """The config of the backend named by `values["backend"]`.
+def _temperature(value: str | float, auto: float | None) -> float | None:
+    """The temperature parameter: `auto` for "auto", None for "none", else the number."""
+    if isinstance(value, bool):
+        raise ValueError(f"temperature must be 'auto', 'none' or a number, not {value!r}")
+    text = str(value).strip().lower()
+    if text == AUTO:
+        return auto
+    if text == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"temperature must be 'auto', 'none' or a number, not {value!r}") from None
+
+
+def _max_new_tokens(value: str | int, auto: int) -> int:
+    """The max_new_tokens parameter: `auto` for "auto", else the whole number."""
+    if str(value).strip().lower() == AUTO:
+        return auto
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise ValueError(f"max_new_tokens must be 'auto' or a whole number, not {value!r}")
+
+
+def _strings(values: tuple[str, ...]) -> tuple[str, ...]:
+    """A string-array parameter without the placeholder empty entries a parameter file needs for an empty array."""
+    return tuple(item for item in values if item.strip())
+
+
+def backend_config(parameters: PlannerParameters, auto: AutoResolved) -> BackendConfig:
+    """The config of the backend named by `parameters.backend` ("auto" values as `auto` resolved them).
 
     Raises:
         ValueError: naming the parameter to fix.
     """
-    kind = values["backend"]
-    constrained = _tri_state("constrained_decoding", values["constrained_decoding"])
+    kind = parameters.backend
     if kind == "mock":
-        if values["mock_file"]:
-            return MockConfig.from_file(values["mock_file"], observation_mode=values["mock_observation_mode"])
-        return MockConfig(outputs=_strings(values["mock_outputs"]), observation_mode=values["mock_observation_mode"])
+        if parameters.mock_file:
+            return MockConfig.from_file(parameters.mock_file, observation_mode=parameters.mock_observation_mode)
+        return MockConfig(outputs=_strings(parameters.mock_outputs), observation_mode=parameters.mock_observation_mode)
     if kind == "expert":
-        return ExpertConfig(source=values["expert_source"], plan=_strings(values["expert_plan"]),
-                            data_dir=values["data_dir"])
+        return ExpertConfig(source=parameters.expert_source, plan=_strings(parameters.expert_plan),
+                            data_dir=parameters.data_dir)
     if kind == "openai":
-        return OpenAIConfig(model=values["openai_model"], base_url=values["openai_base_url"],
-                            api_key_env=values["openai_api_key_env"], timeout_s=float(values["openai_timeout_s"]),
-                            max_retries=int(values["openai_max_retries"]), backoff_s=float(values["openai_backoff_s"]),
-                            send_images=bool(values["openai_send_images"]),
-                            text_first=bool(values["openai_text_first"]))
+        return OpenAIConfig(model=parameters.openai_model, base_url=parameters.openai_base_url,
+                            api_key_env=parameters.openai_api_key_env, timeout_s=parameters.openai_timeout_s,
+                            max_retries=parameters.openai_max_retries, backoff_s=parameters.openai_backoff_s,
+                            send_images=parameters.openai_send_images, text_first=parameters.openai_text_first)
     if kind == "hf":
-        return HFConfig(model_path=values["hf_model_path"], base_model_path=values["hf_base_model_path"],
-                        load_in_4bit=bool(values["hf_load_in_4bit"]), device=values["hf_device"],
-                        dtype=values["hf_dtype"], constrained=constrained == "true",
-                        analysis_max_tokens=int(values["analysis_max_tokens"]),
-                        observation_mode=values["hf_observation_mode"],
-                        trust_remote_code=bool(values["hf_trust_remote_code"]),
-                        prefix_cache=bool(values["prefix_cache"]))
+        return HFConfig(model_path=parameters.hf_model_path, base_model_path=parameters.hf_base_model_path,
+                        load_in_4bit=parameters.hf_load_in_4bit, device=parameters.hf_device,
+                        dtype=parameters.hf_dtype, constrained=auto.constrained,
+                        analysis_max_tokens=parameters.analysis_max_tokens,
+                        observation_mode=parameters.hf_observation_mode,
+                        trust_remote_code=parameters.hf_trust_remote_code, prefix_cache=parameters.prefix_cache)
     if kind == "oracle":
-        return oracle_config(values)
+        return oracle_config(parameters)
     if kind == "random":
-        return RandomConfig(seed=int(values["random_seed"]), end_probability=float(values["random_end_probability"]))
+        return RandomConfig(seed=parameters.random_seed, end_probability=parameters.random_end_probability)
     if kind in ("smollm2", "homiebot"):
-        adapter = "" if kind == "smollm2" else (values["homiebot_adapter_dir"] or str(default_adapter_dir()))
-        return SmolLM2Config(cache_dir=values["smollm2_cache_dir"], constrained=constrained != "false",
-                             analysis_max_tokens=int(values["analysis_max_tokens"]),
-                             num_threads=int(values["num_threads"]), prefix_cache=bool(values["prefix_cache"]),
-                             adapter_dir=adapter)
+        return SmolLM2Config(cache_dir=parameters.smollm2_cache_dir, constrained=auto.constrained,
+                             analysis_max_tokens=parameters.analysis_max_tokens, num_threads=parameters.num_threads,
+                             prefix_cache=parameters.prefix_cache, adapter_dir=auto.adapter_dir)
     raise ValueError(f"backend must be one of {', '.join(BACKEND_KINDS)}, not {kind!r}")
 
 
-def oracle_config(values: Mapping[str, Any]) -> OracleConfig:
+def oracle_config(parameters: PlannerParameters) -> OracleConfig:
     """The re-planning expert's config (the backend `oracle`, and the teacher of on-policy collection)."""
-    return OracleConfig(data_dir=values["data_dir"], reach_m=float(values["oracle_reach_m"]))
+    return OracleConfig(data_dir=parameters.data_dir, reach_m=parameters.oracle_reach_m)
 
 
-def sampling_settings(values: Mapping[str, Any]) -> tuple[str, float | None, int]:
-    """(parser, temperature, max_new_tokens) with "auto" resolved for `values["backend"]`.
-
-    Raises:
-        ValueError: naming the parameter to fix.
-    """
-    parser_default, temperature_default, tokens_default = BACKEND_DEFAULTS.get(values["backend"], LOCAL_DEFAULTS)
-    parser = str(values["parser"])
-    temperature_value = values["temperature"]
-    temperature: float | None
-    if isinstance(temperature_value, bool):
-        raise ValueError(f"temperature must be 'auto', 'none' or a number, not {temperature_value!r}")
-    text = str(temperature_value).strip().lower()
-    if text == AUTO:
-        temperature = temperature_default
-    elif text == "none":
-        temperature = None
-    else:
-        try:
-            temperature = float(text)
-        except ValueError:
-            raise ValueError(f"temperature must be 'auto', 'none' or a number, not {temperature_value!r}") from None
-    tokens_value = values["max_new_tokens"]
-    if str(tokens_value).strip().lower() == AUTO:
-        tokens = tokens_default
-    elif isinstance(tokens_value, int) and not isinstance(tokens_value, bool):
-        tokens = tokens_value
-    elif isinstance(tokens_value, str) and tokens_value.strip().isdigit():
-        tokens = int(tokens_value)
-    else:
-        raise ValueError(f"max_new_tokens must be 'auto' or a whole number, not {tokens_value!r}")
-    return (parser_default if parser == AUTO else parser), temperature, tokens
-
-
-def build_settings(values: Mapping[str, Any]) -> Settings:
-    """Typed configs from parameter values (missing names take their defaults).
+def build_settings(parameters: PlannerParameters) -> Settings:
+    """Typed configs from the parameters, "auto" values resolved (resolve_auto).
 
     Raises:
         ValueError: naming the parameter to fix.
     """
-    unknown = sorted(set(values) - set(PARAMETER_DEFAULTS))
-    if unknown:
-        raise ValueError(f"unknown planner parameter(s): {', '.join(unknown)}")
-    merged = {**PARAMETER_DEFAULTS, **values}
     node = NodeConfig(
-        max_steps=int(merged["max_steps"]), executor_timeout_s=float(merged["executor_timeout_s"]),
-        observation_timeout_s=float(merged["observation_timeout_s"]), reset_timeout_s=float(merged["reset_timeout_s"]),
-        server_wait_s=float(merged["server_wait_s"]), data_dir=merged["data_dir"], tasks_file=merged["tasks_file"],
-        reset_simulator=bool(merged["reset_simulator"]), conversation_dir=merged["conversation_dir"],
-        record_views=bool(merged["record_views"]),
+        max_steps=parameters.max_steps, executor_timeout_s=parameters.executor_timeout_s,
+        observation_timeout_s=parameters.observation_timeout_s, reset_timeout_s=parameters.reset_timeout_s,
+        server_wait_s=parameters.server_wait_s, data_dir=parameters.data_dir, tasks_file=parameters.tasks_file,
+        reset_simulator=parameters.reset_simulator, conversation_dir=parameters.conversation_dir,
+        record_views=parameters.record_views,
     )
-    parser, temperature, max_new_tokens = sampling_settings(merged)
+    auto = resolve_auto(parameters)
     planner = PlannerConfig(
-        max_samples=int(merged["max_samples"]), history_window=int(merged["history_window"]),
-        request_variant=merged["request_variant"], temperature=temperature, max_new_tokens=max_new_tokens,
-        require_valid=bool(merged["require_valid"]), release_image_order=bool(merged["release_image_order"]),
-        hand_rules=bool(merged["hand_rules"]), object_rules=bool(merged["object_rules"]),
-        no_repeat=bool(merged["no_repeat"]), object_locations=bool(merged["object_locations"]), parser=parser,
-        target_names=(TARGET_NAMES_DEFAULTS.get(merged["backend"], "visible") if merged["target_names"] == AUTO
-                      else str(merged["target_names"])),
+        max_samples=parameters.max_samples, history_window=parameters.history_window,
+        request_variant=parameters.request_variant, temperature=auto.temperature,
+        max_new_tokens=auto.max_new_tokens, require_valid=parameters.require_valid,
+        release_image_order=parameters.release_image_order, hand_rules=parameters.hand_rules,
+        object_rules=parameters.object_rules, no_repeat=parameters.no_repeat,
+        object_locations=parameters.object_locations, parser=auto.parser, target_names=auto.target_names,
     )
-    dagger = (DaggerConfig(rows_dir=str(merged["dagger_rows_dir"]), beta=float(merged["dagger_beta"]),
-                           seed=int(merged["dagger_seed"])) if merged["dagger_rows_dir"] else None)
-    return Settings(node=node, planner=planner, backend=backend_config(merged),
-                    in_context_example=_tri_state("in_context_example", merged["in_context_example"]),
-                    dagger=dagger, oracle=oracle_config(merged))
-
-
-def resolve_in_context_example(setting: str, backend_default: bool) -> bool:
-    """"auto" follows the backend's default; "true"/"false" force it."""
-    return backend_default if setting == "auto" else setting == "true"
+    dagger = (DaggerConfig(rows_dir=parameters.dagger_rows_dir, beta=parameters.dagger_beta,
+                           seed=parameters.dagger_seed) if parameters.dagger_rows_dir else None)
+    return Settings(node=node, planner=planner, backend=backend_config(parameters, auto),
+                    in_context_example=auto.in_context_example, dagger=dagger, oracle=oracle_config(parameters))

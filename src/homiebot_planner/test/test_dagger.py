@@ -11,7 +11,7 @@ from homiebot_planner.backends import BackendError, ChatMessage, EpisodeInfo, Ge
 from homiebot_planner.backends.dagger import DaggerBackend, DaggerConfig
 from homiebot_planner.backends.mock import MockBackend, MockConfig
 from homiebot_planner.memory import ExecutedStep
-from homiebot_planner.settings import build_settings
+from homiebot_planner.settings import PlannerParameters, build_settings
 from homiebot_planner.training.dagger_rows import DaggerRowsError, pack_rows, read_rows, write_aggregate
 from emmoe_core.protocol import SubtaskText
 
@@ -97,12 +97,12 @@ def test_aggregation_adds_sft_datasets_and_rejects_bad_input(tmp_path: Path) -> 
 
 
 def test_settings_wrap_the_student_only_with_a_rows_folder(tmp_path: Path) -> None:
-    assert build_settings({"backend": "random"}).dagger is None
-    settings = build_settings({"backend": "random", "dagger_rows_dir": str(tmp_path), "dagger_beta": 0.25,
-                               "data_dir": "data", "oracle_reach_m": 1.5})
+    assert build_settings(PlannerParameters(backend="random")).dagger is None
+    settings = build_settings(PlannerParameters(backend="random", dagger_rows_dir=str(tmp_path), dagger_beta=0.25,
+                                                data_dir="data", oracle_reach_m=1.5))
     assert settings.dagger == DaggerConfig(rows_dir=str(tmp_path), beta=0.25, seed=0)
     assert settings.oracle.reach_m == 1.5 and settings.oracle.data_dir == "data"
     with pytest.raises(ValueError, match="beta"):
-        build_settings({"backend": "random", "dagger_rows_dir": str(tmp_path), "dagger_beta": 1.5})
+        build_settings(PlannerParameters(backend="random", dagger_rows_dir=str(tmp_path), dagger_beta=1.5))
     with pytest.raises(BackendError, match="start_episode"):
         _backend(tmp_path / "rows", 0.0).generate(_request(1))

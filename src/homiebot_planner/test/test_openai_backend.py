@@ -62,9 +62,9 @@ def test_request_carries_four_images_and_the_key(openai_stub: Any, monkeypatch: 
 
 
 def test_release_settings_send_no_temperature_and_300_tokens(openai_stub: Any) -> None:
-    from homiebot_planner.settings import build_settings
+    from homiebot_planner.settings import PlannerParameters, build_settings
 
-    config = build_settings({"backend": "openai", "openai_base_url": openai_stub.url}).planner
+    config = build_settings(PlannerParameters(backend="openai", openai_base_url=openai_stub.url)).planner
     backend, _ = _backend(openai_stub.url)
     Planner(backend, "put the apple in the fridge", config).decide(Observation(images=_views()))
     body = openai_stub.requests[0]

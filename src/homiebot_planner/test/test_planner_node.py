@@ -378,7 +378,7 @@ def test_smollm2_run(graph: Graph) -> None:
 
 @pytest.mark.ros
 def test_tri_state_parameters_accept_booleans_from_the_command_line(ros_context):
-    """`-p in_context_example:=true` arrives as a bool; the node takes it as "true"."""
+    """`-p in_context_example:=false` arrives as a bool; the node takes it as the choice false."""
     from rclpy.parameter import Parameter
 
     from homiebot_planner.planner_node import PlannerNode
@@ -387,6 +387,6 @@ def test_tri_state_parameters_accept_booleans_from_the_command_line(ros_context)
         Parameter("backend", value="mock"), Parameter("mock_outputs", value=["Analysis: a\nSubtask: [End]\nModel: None"]),
         Parameter("in_context_example", value=False), Parameter("constrained_decoding", value=True)])
     try:
-        assert node.settings.in_context_example == "false"
+        assert node.settings.in_context_example is False
     finally:
         node.destroy_node()

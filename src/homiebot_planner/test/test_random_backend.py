@@ -6,11 +6,11 @@ import pytest
 
 from homiebot_planner.backends import DecodingConstraints, EpisodeInfo, GenerationRequest, create_backend
 from homiebot_planner.parsing import is_valid, model_fits_action, parse_output
-from homiebot_planner.settings import build_settings
+from homiebot_planner.settings import PlannerParameters, build_settings
 
 
 def backend(**values):
-    return create_backend(build_settings({"backend": "random", **values}).backend)
+    return create_backend(build_settings(PlannerParameters(backend="random", **values)).backend)
 
 
 def request(held=()):
