@@ -1,7 +1,7 @@
 """Conversions between emmoe_interfaces messages and the executor's plain types (no rclpy; message modules only).
 
-QueryScene responses are read with emmoe_core.robot.messages.snapshot_from_query (the one scene conversion, shared
-with the bridge).
+Subtask messages go through emmoe_core.convert and QueryScene responses through
+emmoe_core.robot.messages.snapshot_from_query (the one conversion of each, shared with the planner and the bridge).
 """
 
 from __future__ import annotations
@@ -9,24 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from emmoe_core.convert import subtask_message
+from emmoe_core.protocol import SubtaskText
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
-from emmoe_interfaces.msg import ExecutionError, Subtask
+from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask
 
-
-from emmoe_core.protocol import SubtaskText
 from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
-
-
-def request_from_subtask(subtask: Subtask) -> SubtaskText:
-    """The planner's subtask as a SubtaskText (fields as written)."""
-    return SubtaskText(subtask.action, subtask.target, subtask.place, subtask.model)
-
-
-def subtask_message(request: SubtaskText) -> Subtask:
-    """A SubtaskText as an emmoe_interfaces/Subtask."""
-    return Subtask(action=request.action, target=request.target, place=request.place, model=request.model)
 
 
 EXECUTE_CODES: dict[str, int] = {name: int(getattr(ExecuteSubtask.Result, name))

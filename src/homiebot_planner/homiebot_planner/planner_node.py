@@ -25,13 +25,14 @@ from typing import Any
 
 from emmoe_core import topics
 from emmoe_core.action_client import ActionClient
+from emmoe_core.convert import subtask_message
 from emmoe_eval.benchmark_qos import steps_qos
 from emmoe_core.robot.messages import snapshot_from_query
 from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_eval.runs import Step
 from emmoe_core.ros_helpers import CallStatus, call_service, declare_parameters, send_action_goal, spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
-from emmoe_interfaces.msg import StepRecord, Subtask
+from emmoe_interfaces.msg import StepRecord
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -261,8 +262,7 @@ class _StackIO:
     def execute(self, decision: Decision, inventory: Sequence[str]) -> Execution:
         """Send the subtask to /subtask and wait for its result."""
         goal = ExecuteSubtask.Goal()
-        goal.subtask = Subtask(action=decision.subtask.action, target=decision.subtask.target,
-                               place=decision.subtask.place, model=decision.model)
+        goal.subtask = subtask_message(decision.subtask, decision.model)
         goal.inventory = list(inventory)
         started = time.monotonic()
         outcome = send_action_goal(self.node._subtask_client, goal, accept_timeout_s=self.settings.server_wait_s,
