@@ -1,4 +1,5 @@
-"""StepRecord messages (emmoe_interfaces/msg/StepRecord) as trajectory steps: the one conversion used everywhere.
+"""StepRecord messages (emmoe_interfaces/msg/StepRecord) as trajectory steps: the one conversion used everywhere
+(the evaluator, bag scoring and the planner's own record of a run).
 
 The functions read attributes only, so they accept both rclpy messages (the evaluator node) and the dataclasses the
 `rosbags` library deserialises bags into (`emmoe-eval score-bag`); this module never imports rclpy. The views are
