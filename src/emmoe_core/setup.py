@@ -17,6 +17,6 @@ setup(
     zip_safe=True,
     maintainer="HomieBot developers",
     maintainer_email="maintainers@homiebot.dev",
-    description="The shared core of HomieBot: the EMMOE protocol vocabulary, names and topics, the robot and privileged-scene interfaces with their value types, and the ROS 2 helper layer (loopback guard, parameters, domains, action client).",
+    description="The shared core of HomieBot: the EMMOE protocol vocabulary, names and topics, the robot and privileged-scene interfaces with their value types, the conversions between messages and these types, and the ROS 2 helper layer (loopback guard, parameters, domains, action client).",
     license="Apache-2.0",
 )

@@ -37,10 +37,11 @@ from std_srvs.srv import Trigger
 
 from emmoe_interfaces.msg import RunScore, StepRecord
 from emmoe_eval.benchmark_qos import scores_qos, steps_qos
+from emmoe_core.convert import PICTURE_ENCODINGS, image_to_array
 from emmoe_core.ros_helpers import declare_config, spin_node
 from emmoe_core.topics import SCORES_TOPIC, STEPS_TOPIC
 from emmoe_eval.recorder import Evaluator, EvaluatorConfig
-from emmoe_eval.records import image_to_array, run_info_from_record, step_from_record, view_arrays
+from emmoe_eval.records import run_info_from_record, step_from_record, view_arrays
 from emmoe_core.topics import VIDEO_TOPICS
 from emmoe_eval.videos import VideoConfig, VideoRecorder
 
@@ -127,7 +128,7 @@ class EvaluatorNode(Node):
 
     def _on_frame(self, stream: str, message: Image, info: MessageInfo) -> None:
         try:
-            frame = image_to_array(message)
+            frame = image_to_array(message, PICTURE_ENCODINGS)
             with self._video_lock:
                 if self._videos is not None:
                     self._videos.add_frame(stream, frame, int(info["source_timestamp"]) or time.time_ns())

@@ -1,7 +1,9 @@
-"""StepRecord messages (emmoe_interfaces/msg/StepRecord) as trajectory steps: the one conversion used everywhere.
+"""StepRecord messages (emmoe_interfaces/msg/StepRecord) as trajectory steps: the one conversion used everywhere
+(the evaluator, bag scoring and the planner's own record of a run).
 
 The functions read attributes only, so they accept both rclpy messages (the evaluator node) and the dataclasses the
-`rosbags` library deserialises bags into (`emmoe-eval score-bag`); this module never imports rclpy.
+`rosbags` library deserialises bags into (`emmoe-eval score-bag`); this module never imports rclpy. The views are
+decoded by emmoe_core.convert.
 """
 
 from __future__ import annotations
@@ -11,17 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from emmoe_core.protocol import VIEWS
+from emmoe_core.convert import PICTURE_ENCODINGS, image_to_array
+from emmoe_core.protocol import SUCCESS_FEEDBACK, VIEWS
 
 from emmoe_eval.dataset import image_name
-from emmoe_core.protocol import SUCCESS_FEEDBACK
 from emmoe_eval.runs import Step
-
-_CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8UC1": 1, "8UC3": 3, "8UC4": 4}
-
-
-class ImageEncodingError(ValueError):
-    """A sensor_msgs/Image cannot be turned into an RGB array."""
 
 
 @dataclass(frozen=True)
@@ -103,27 +99,10 @@ def _locations(visible: Any) -> dict[str, tuple[str, ...]] | None:
     return locations if any(locations.values()) else None
 
 
-def image_to_array(image: Any) -> np.ndarray:
-    """A sensor_msgs/Image (8-bit encodings) as an RGB or grey uint8 array of shape (height, width[, channels]).
+def view_arrays(record: Any) -> list[np.ndarray]:
+    """The record's views (front, left, back, right order) as 8-bit RGB or grey arrays.
 
     Raises:
-        ImageEncodingError: for unsupported encodings or a data size that does not match the header.
+        ImageEncodingError: (emmoe_core.convert) for a view that is not an 8-bit picture or does not fit its size.
     """
-    channels = _CHANNELS.get(image.encoding)
-    if channels is None:
-        raise ImageEncodingError(f"unsupported image encoding {image.encoding!r}; "
-                                 f"expected one of {', '.join(_CHANNELS)}")
-    height, width, row = int(image.height), int(image.width), int(image.step)
-    data = np.frombuffer(memoryview(image.data).cast("B"), dtype=np.uint8)
-    if row < width * channels or data.size < height * row:
-        raise ImageEncodingError(f"image data of {data.size} bytes does not fit {width}x{height} {image.encoding} "
-                                 f"with row step {row}")
-    pixels = data[:height * row].reshape(height, row)[:, :width * channels].reshape(height, width, channels)
-    if image.encoding.startswith("bgr"):
-        pixels = pixels[:, :, [2, 1, 0, 3][:channels]]
-    return pixels[:, :, 0] if channels == 1 else pixels
-
-
-def view_arrays(record: Any) -> list[np.ndarray]:
-    """The record's views (front, left, back, right order) as arrays."""
-    return [image_to_array(view) for view in record.views]
+    return [image_to_array(view, PICTURE_ENCODINGS) for view in record.views]

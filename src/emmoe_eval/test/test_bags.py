@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from emmoe_core.convert import PICTURE_ENCODINGS, image_to_array
 
 from emmoe_eval.bags import StepBagWriter, read_bag_runs, record_from_step, typestore
 from emmoe_eval.cli import main
-from emmoe_eval.records import RunInfo, image_to_array, step_from_record, view_arrays
+from emmoe_eval.records import RunInfo, step_from_record, view_arrays
 from emmoe_eval.runs import Step
 
 
@@ -50,13 +52,16 @@ def test_bgr_and_mono_images_are_converted():
     header = record_from_step(Step(1, "End"), RunInfo("1", 1)).header
     bgr = image_type(header=header, height=1, width=2, encoding="bgr8", is_bigendian=0, step=8,  # padded rows
                      data=np.array([1, 2, 3, 4, 5, 6, 0, 0], dtype=np.uint8))
-    assert image_to_array(bgr).tolist() == [[[3, 2, 1], [6, 5, 4]]]
+    assert image_to_array(bgr, PICTURE_ENCODINGS).tolist() == [[[3, 2, 1], [6, 5, 4]]]
     mono = image_type(header=header, height=2, width=1, encoding="mono8", is_bigendian=0, step=1,
                       data=np.array([7, 9], dtype=np.uint8))
-    assert image_to_array(mono).tolist() == [[7], [9]]
+    assert image_to_array(mono, PICTURE_ENCODINGS).tolist() == [[7], [9]]
+    depth = image_type(header=header, height=1, width=1, encoding="32FC1", is_bigendian=0, step=4,
+                       data=np.zeros(4, dtype=np.uint8))
     with pytest.raises(ValueError, match="unsupported image encoding '32FC1'"):
-        image_to_array(image_type(header=header, height=1, width=1, encoding="32FC1", is_bigendian=0, step=4,
-                                  data=np.zeros(4, dtype=np.uint8)))
+        image_to_array(depth, PICTURE_ENCODINGS)
+    with pytest.raises(ValueError, match="unsupported image encoding '32FC1'"):  # the evaluator saves pictures only
+        view_arrays(SimpleNamespace(views=[bgr, depth]))
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])

@@ -174,7 +174,7 @@ def seconds_of(time: Any) -> float:
 
 def image_message(array: np.ndarray, seconds: float, frame_id: str) -> Image:
     """sensor_msgs/Image from an (H, W, 3) uint8 array (rgb8), an (H, W) integer array (32SC1, instance ids) or an
-    (H, W) float array (32FC1, metres)."""
+    (H, W) float array (32FC1, metres); emmoe_core.convert.image_to_array reads it back."""
     message = Image()
     message.header.stamp = stamp(seconds)
     message.header.frame_id = frame_id
@@ -192,16 +192,6 @@ def image_message(array: np.ndarray, seconds: float, frame_id: str) -> Image:
     message.step = int(data.strides[0])
     message.data = data.tobytes()
     return message
-
-
-def image_array(message: Image) -> np.ndarray:
-    """The array behind an rgb8, 32SC1 or 32FC1 sensor_msgs/Image (inverse of image_message)."""
-    if message.encoding == "rgb8":
-        return np.frombuffer(bytes(message.data), dtype=np.uint8).reshape(message.height, message.width, 3)
-    if message.encoding in ("32FC1", "32SC1"):
-        kind = "<f4" if message.encoding == "32FC1" else "<i4"
-        return np.frombuffer(bytes(message.data), dtype=kind).reshape(message.height, message.width)
-    raise ValueError(f"unsupported image encoding {message.encoding!r}")
 
 
 def pose_message(pose: Pose) -> PoseMsg:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from emmoe_core.convert import image_to_array
 from emmoe_core.robot.state import BackendError
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 
@@ -73,8 +74,8 @@ def test_observation_has_four_views_depth_visible_names_and_inventory(backend: M
     assert any(location.startswith("on ") for item in response.visible for location in item.locations)
     assert response.inventory == []
     direct = backend.observe(["front"], depth=True)
-    assert np.array_equal(bridge_core.image_array(response.front), direct.rgb["front"])
-    assert np.allclose(bridge_core.image_array(response.depth[0]), direct.depth["front"])
+    assert np.array_equal(image_to_array(response.front), direct.rgb["front"])
+    assert np.allclose(image_to_array(response.depth[0]), direct.depth["front"])
     without_depth = bridge_core.handle_get_observation(backend, GetObservation.Request(), GetObservation.Response())
     assert without_depth.depth == []
 
@@ -141,9 +142,9 @@ def test_images_odometry_and_clock_conversions() -> None:
     pixels = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
     message = bridge_core.image_message(pixels, 12.25, "cam")
     assert (message.header.stamp.sec, message.header.stamp.nanosec) == (12, 250_000_000)
-    assert np.array_equal(bridge_core.image_array(message), pixels)
+    assert np.array_equal(image_to_array(message), pixels)
     depth = np.array([[0.5, 1.5]], dtype=np.float32)
-    assert np.array_equal(bridge_core.image_array(bridge_core.image_message(depth, 0.0, "cam")), depth)
+    assert np.array_equal(image_to_array(bridge_core.image_message(depth, 0.0, "cam")), depth)
     with pytest.raises(ValueError):
         bridge_core.BridgeConfig(rate_hz=0.0)
     with pytest.raises(ValueError, match="scene_path"):

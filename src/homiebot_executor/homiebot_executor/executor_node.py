@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from emmoe_core.action_client import ActionClient
+from emmoe_core.convert import subtask_from_message
 from emmoe_core.protocol import SubtaskText
 from emmoe_core.ros_helpers import CallStatus, WaitStatus, call_service, declare_config, send_action_goal, spin_node, \
     wait_for_future
@@ -140,7 +141,7 @@ class ExecutorNode(Node):
 
     def _execute(self, handle: ServerGoalHandle) -> ExecuteSubtask.Result:
         goal: ExecuteSubtask.Goal = handle.request
-        request = messages.request_from_subtask(goal.subtask)
+        request = subtask_from_message(goal.subtask)
         before = list(goal.inventory)
         self._handle = handle
         try:

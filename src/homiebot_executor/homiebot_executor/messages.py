@@ -1,32 +1,25 @@
 """Conversions between emmoe_interfaces messages and the executor's plain types (no rclpy; message modules only).
 
-QueryScene responses are read with emmoe_core.robot.messages.snapshot_from_query (the one scene conversion, shared
-with the bridge).
+Subtask messages go through emmoe_core.convert and QueryScene responses through
+emmoe_core.robot.messages.snapshot_from_query (the one conversion of each, shared with the planner and the bridge).
+Every SkillStatus has an error code of its own name in both skill actions, so an outcome survives its trip through
+a skill server.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
+from emmoe_core.convert import subtask_message
+from emmoe_core.protocol import SubtaskText
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
-from emmoe_interfaces.msg import ExecutionError, Subtask
+from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask
 
-
-from emmoe_core.protocol import SubtaskText
 from homiebot_executor.monitor import FAULT, CheckVerdict, ErrorReport
 from homiebot_executor.skills import SkillGoal, SkillOutcome, SkillStatus
-
-
-def request_from_subtask(subtask: Subtask) -> SubtaskText:
-    """The planner's subtask as a SubtaskText (fields as written)."""
-    return SubtaskText(subtask.action, subtask.target, subtask.place, subtask.model)
-
-
-def subtask_message(request: SubtaskText) -> Subtask:
-    """A SubtaskText as an emmoe_interfaces/Subtask."""
-    return Subtask(action=request.action, target=request.target, place=request.place, model=request.model)
 
 
 EXECUTE_CODES: dict[str, int] = {name: int(getattr(ExecuteSubtask.Result, name))
@@ -77,24 +70,18 @@ def execution_error(report: ErrorReport, stamp: object) -> ExecutionError:
     return message
 
 
-_NAVIGATE_CODES: dict[SkillStatus, int] = {
-    SkillStatus.SUCCEEDED: Navigate.Result.NONE, SkillStatus.UNKNOWN_TARGET: Navigate.Result.UNKNOWN_TARGET,
-    SkillStatus.NO_PATH: Navigate.Result.NO_PATH, SkillStatus.UNREACHABLE: Navigate.Result.NO_PATH,
-    SkillStatus.COLLISION: Navigate.Result.COLLISION, SkillStatus.TIMEOUT: Navigate.Result.TIMEOUT,
-    SkillStatus.INJECTED_FAILURE: Navigate.Result.TIMEOUT,
-    SkillStatus.POLICY_UNAVAILABLE: Navigate.Result.POLICY_UNAVAILABLE, SkillStatus.CANCELED: Navigate.Result.CANCELED,
-    SkillStatus.PRIVILEGED_REFUSED: Navigate.Result.PRIVILEGED_REFUSED,
-}
-_MANIPULATE_CODES: dict[SkillStatus, int] = {
-    SkillStatus.SUCCEEDED: Manipulate.Result.NONE, SkillStatus.UNKNOWN_TARGET: Manipulate.Result.UNKNOWN_TARGET,
-    SkillStatus.UNREACHABLE: Manipulate.Result.UNREACHABLE, SkillStatus.NO_PATH: Manipulate.Result.UNREACHABLE,
-    SkillStatus.COLLISION: Manipulate.Result.UNREACHABLE, SkillStatus.GRASP_FAILED: Manipulate.Result.GRASP_FAILED,
-    SkillStatus.OBJECT_DROPPED: Manipulate.Result.OBJECT_DROPPED, SkillStatus.PLACE_FAILED: Manipulate.Result.PLACE_FAILED,
-    SkillStatus.JOINT_NOT_MOVED: Manipulate.Result.JOINT_NOT_MOVED, SkillStatus.TIMEOUT: Manipulate.Result.TIMEOUT,
-    SkillStatus.INJECTED_FAILURE: Manipulate.Result.TIMEOUT,
-    SkillStatus.POLICY_UNAVAILABLE: Manipulate.Result.POLICY_UNAVAILABLE,
-    SkillStatus.CANCELED: Manipulate.Result.CANCELED, SkillStatus.PRIVILEGED_REFUSED: Manipulate.Result.PRIVILEGED_REFUSED,
-}
+def _error_codes(result_type: Any) -> dict[SkillStatus, int]:
+    """Each status's error code in a skill action's result: the constant of its name (NONE for SUCCEEDED).
+
+    Raises:
+        AttributeError: when the action lacks a status's constant (the round trip would lose the status).
+    """
+    return {status: int(getattr(result_type, "NONE" if status is SkillStatus.SUCCEEDED else status.name))
+            for status in SkillStatus}
+
+
+_NAVIGATE_CODES = _error_codes(Navigate.Result)
+_MANIPULATE_CODES = _error_codes(Manipulate.Result)
 
 
 def navigate_goal(goal: SkillGoal) -> Navigate.Goal:
@@ -135,7 +122,7 @@ def skill_goal_from_manipulate(goal: Manipulate.Goal) -> SkillGoal:
 
 def navigate_result(outcome: SkillOutcome) -> Navigate.Result:
     """Navigate result for an outcome."""
-    code = _NAVIGATE_CODES.get(outcome.status, Navigate.Result.INTERNAL_ERROR)
+    code = _NAVIGATE_CODES[outcome.status]
     distance = outcome.distance_to_goal if math.isfinite(outcome.distance_to_goal) else -1.0
     return Navigate.Result(success=outcome.success, error_code=code, error_msg=_message(outcome),
                            distance_to_goal=float(distance), held_object=outcome.held_object or "",
@@ -144,7 +131,7 @@ def navigate_result(outcome: SkillOutcome) -> Navigate.Result:
 
 def manipulate_result(outcome: SkillOutcome) -> Manipulate.Result:
     """Manipulate result for an outcome."""
-    code = _MANIPULATE_CODES.get(outcome.status, Manipulate.Result.INTERNAL_ERROR)
+    code = _MANIPULATE_CODES[outcome.status]
     return Manipulate.Result(success=outcome.success, error_code=code, error_msg=_message(outcome),
                              held_object=outcome.held_object or "", sim_steps=outcome.sim_steps)
 
@@ -174,10 +161,8 @@ def _reported_hand(status: SkillStatus, held_object: str) -> str | None:
 
 
 def _status_of(code: int, table: dict[SkillStatus, int], success: bool) -> SkillStatus:
+    """The status a result's code names (INTERNAL_ERROR for an unknown code, or NONE on a failed result)."""
     if success:
         return SkillStatus.SUCCEEDED
-    preferred = {SkillStatus.UNREACHABLE, SkillStatus.TIMEOUT, SkillStatus.NO_PATH}
-    matches = [status for status, value in table.items() if value == code and status is not SkillStatus.SUCCEEDED]
-    if not matches:
-        return SkillStatus.INTERNAL_ERROR
-    return next((status for status in matches if status in preferred), matches[0])
+    return next((status for status, value in table.items() if value == code and status is not SkillStatus.SUCCEEDED),
+                SkillStatus.INTERNAL_ERROR)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from action_msgs.msg import GoalStatus, GoalStatusArray
+from emmoe_core.convert import subtask_from_message
 from emmoe_core.protocol import SubtaskText
 from emmoe_core.ros_helpers import WaitStatus, await_condition, await_future, declare_config, spin_node
 from emmoe_core.topics import CHECK_SUBTASK_SERVICE, ERRORS_TOPIC, QUERY_SCENE_SERVICE, SUBTASK_FEEDBACK_TOPIC, \
@@ -106,7 +107,7 @@ class MonitorNode(Node):
     # ---- check -------------------------------------------------------------------------------------------------
     async def _on_check(self, request: CheckSubtask.Request,
                         response: CheckSubtask.Response) -> CheckSubtask.Response:
-        subtask = messages.request_from_subtask(request.subtask)
+        subtask = subtask_from_message(request.subtask)
         with self._lock:
             self._subtask = subtask
             self._attempt = 0

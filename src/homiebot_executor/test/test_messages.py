@@ -79,6 +79,28 @@ def test_manipulate_results_keep_the_status_and_hand(status):
     assert back.status is status and back.held_object == (None if status.is_fault else "apple_0")
 
 
-def test_injected_failures_travel_as_time_outs():
+def test_injected_failures_travel_as_their_own_code():
     result = messages.manipulate_result(SkillOutcome(SkillStatus.INJECTED_FAILURE, "failure model: pick", ""))
-    assert result.error_code == result.TIMEOUT and result.error_msg == "failure model: pick"
+    assert result.error_code == result.INJECTED_FAILURE and result.error_msg == "failure model: pick"
+    navigation = messages.navigate_result(SkillOutcome(SkillStatus.INJECTED_FAILURE, "failure model: navigate", ""))
+    assert navigation.error_code == navigation.INJECTED_FAILURE and navigation.error_msg == "failure model: navigate"
+
+
+@pytest.mark.parametrize("status", list(SkillStatus))
+def test_every_skill_status_survives_both_skill_actions(status):
+    """outcome -> Navigate/Manipulate result -> outcome keeps the status, message, steps and (unless a fault) hand."""
+    outcome = SkillOutcome(status, "" if status is SkillStatus.SUCCEEDED else f"why: {status.value}", "apple_0", 9)
+    hand = None if status.is_fault else "apple_0"
+    for back in (messages.outcome_from_navigate(messages.navigate_result(outcome)),
+                 messages.outcome_from_manipulate(messages.manipulate_result(outcome))):
+        assert (back.status, back.message, back.sim_steps, back.held_object) == (status, outcome.message, 9, hand)
+
+
+def test_codes_no_status_owns_read_as_internal_errors():
+    from emmoe_interfaces.action import Manipulate, Navigate
+
+    unknown = messages.outcome_from_navigate(Navigate.Result(success=False, error_code=999, error_msg="?"))
+    failed_without_code = messages.outcome_from_manipulate(Manipulate.Result(success=False, error_code=0))
+    assert unknown.status is failed_without_code.status is SkillStatus.INTERNAL_ERROR
+    assert messages.outcome_from_manipulate(Manipulate.Result(success=True, error_code=7)).status is \
+        SkillStatus.SUCCEEDED

@@ -1,38 +1,19 @@
-"""Conversions between ROS messages and the planner core's types (message modules only, no rclpy)."""
+"""Conversions between ROS messages and the planner core's types (message modules only, no rclpy).
+
+Subtasks and images go through emmoe_core.convert, the one conversion of each."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-from emmoe_interfaces.msg import StepRecord, Subtask, VisibleObjects
+from emmoe_core.convert import image_to_rgb, subtask_message
+from emmoe_interfaces.msg import StepRecord, VisibleObjects
 from emmoe_interfaces.srv import GetObservation
 from sensor_msgs.msg import Image
 
 from homiebot_planner.planner import Observation
 from homiebot_planner.prompts import VIEW_ORDER
 from homiebot_planner.rollout import EpisodeStep
-
-_CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4}
-
-
-def image_to_array(message: Image) -> np.ndarray:
-    """An rgb8/bgr8/rgba8/bgra8 Image as an HxWx3 uint8 RGB array.
-
-    Raises:
-        ValueError: for another encoding or a buffer that does not fit the size.
-    """
-    channels = _CHANNELS.get(message.encoding)
-    if channels is None:
-        raise ValueError(f"unsupported image encoding {message.encoding!r}; expected one of {', '.join(_CHANNELS)}")
-    height, width, step = message.height, message.width, message.step or message.width * channels
-    data = np.frombuffer(bytes(message.data), dtype=np.uint8)
-    if data.size < height * step or step < width * channels:
-        raise ValueError(f"image buffer of {data.size} bytes does not fit {width}x{height} {message.encoding}")
-    pixels = data[:height * step].reshape(height, step)[:, :width * channels].reshape(height, width, channels)
-    if message.encoding.startswith("bgr"):
-        pixels = pixels[:, :, 2::-1]
-    return np.ascontiguousarray(pixels[:, :, :3])
 
 
 def observation_from_response(response: GetObservation.Response, decode_images: bool = True) -> Observation:
@@ -49,7 +30,7 @@ def observation_from_response(response: GetObservation.Response, decode_images: 
     for view in VIEW_ORDER if decode_images else ():
         message = getattr(response, view)
         if message.height and message.width:
-            images[view] = image_to_array(message)
+            images[view] = image_to_rgb(message)
     seen = [item for item in response.visible if item.view in VIEW_ORDER]
     return Observation(images=images, visible={item.view: list(item.names) for item in seen},
                        locations={item.view: list(item.locations) for item in seen})
@@ -80,8 +61,7 @@ def step_record(episode_id: str, instruction: str, run_index: int, planner_name:
     if decision is None or execution is None:
         record.inventory_after = list(step.inventory_before)
         return record
-    record.subtask = Subtask(action=decision.subtask.action, target=decision.subtask.target,
-                             place=decision.subtask.place, model=decision.model)
+    record.subtask = subtask_message(decision.subtask, decision.model)
     record.inventory_after = list(execution.inventory)
     record.success = execution.success
     record.error_code = execution.error_code

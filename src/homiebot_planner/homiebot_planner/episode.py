@@ -17,8 +17,6 @@ from emmoe_eval.metrics import KeypathMatcher, NameIndex
 from emmoe_core.names import default_alias_table
 from emmoe_eval.runs import Step
 
-from homiebot_planner.rollout import EpisodeStep
-
 
 class InvalidTaskError(ValueError):
     """The goal names no known task and gives no instruction; the message says what to fix."""
@@ -50,18 +48,6 @@ class EpisodeSpec:
         if not self.keypaths:
             return -1.0
         return KeypathMatcher(self.episode_id, self.keypaths, NameIndex(default_alias_table())).progress(steps)
-
-
-def scored_step(record: EpisodeStep) -> Step | None:
-    """The emmoe_eval step of an executed record of the episode loop (None for a run-end marker)."""
-    decision, execution = record.decision, record.execution
-    if decision is None or execution is None:
-        return None
-    return Step(step=record.number, action=decision.subtask.action, target=decision.subtask.target,
-                place=decision.subtask.place, model=decision.model, success=execution.success,
-                feedback=execution.feedback, target_instance=execution.target_instance,
-                target_canonical=execution.target_canonical, place_instance=execution.place_instance,
-                place_canonical=execution.place_canonical)
 
 
 def free_episode_id(instruction: str) -> str:

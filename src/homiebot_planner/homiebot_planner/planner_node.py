@@ -25,14 +25,16 @@ from typing import Any
 
 from emmoe_core import topics
 from emmoe_core.action_client import ActionClient
+from emmoe_core.convert import subtask_message
 from emmoe_eval.benchmark_qos import steps_qos
 from emmoe_core.robot.messages import snapshot_from_query
 from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_eval.records import is_end_marker, step_from_record
 from emmoe_eval.runs import Step
 from emmoe_core.ros_helpers import CallStatus, ParameterSpec, call_service, declare_config, send_action_goal, \
     spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
-from emmoe_interfaces.msg import StepRecord, Subtask
+from emmoe_interfaces.msg import StepRecord
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -42,7 +44,7 @@ from rclpy.parameter import Parameter
 from homiebot_planner.backends import BackendError, EpisodeInfo, OracleBackend, create_backend
 from homiebot_planner.backends.dagger import DaggerBackend
 from homiebot_planner.conversions import observation_from_response, step_record
-from homiebot_planner.episode import EpisodeSpec, InvalidTaskError, resolve_episode, scored_step
+from homiebot_planner.episode import EpisodeSpec, InvalidTaskError, resolve_episode
 from homiebot_planner.memory import write_conversation_json
 from homiebot_planner.planner import Decision, Planner
 from homiebot_planner.rollout import (
@@ -258,8 +260,7 @@ class _StackIO:
     def execute(self, decision: Decision, inventory: Sequence[str]) -> Execution:
         """Send the subtask to /subtask and wait for its result."""
         goal = ExecuteSubtask.Goal()
-        goal.subtask = Subtask(action=decision.subtask.action, target=decision.subtask.target,
-                               place=decision.subtask.place, model=decision.model)
+        goal.subtask = subtask_message(decision.subtask, decision.model)
         goal.inventory = list(inventory)
         started = time.monotonic()
         outcome = send_action_goal(self.node._subtask_client, goal, accept_timeout_s=self.settings.server_wait_s,
@@ -288,12 +289,11 @@ class _StackIO:
 
     def record(self, step: EpisodeStep) -> None:
         """Publish the step's StepRecord on /emmoe/steps and as the goal's feedback (and keep it for the TP)."""
-        scored = scored_step(step)
-        if scored is not None:
-            self.scored_steps.append(scored)
         record = step_record(self.spec.episode_id, self.spec.instruction, self.run_index, self.node.backend.name,
                              self.planner.observation_mode, step,
                              views=step.views if self.settings.record_views else ())
+        if not is_end_marker(record):
+            self.scored_steps.append(step_from_record(record))
         record.header.stamp = self.node.get_clock().now().to_msg()
         self.node.publish_step(record)
         feedback = RunTask.Feedback()

@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 from emmoe_core.action_client import ActionClient
+from emmoe_core.convert import image_to_array
 from emmoe_core.robot import fetch
 from emmoe_core.robot.state import BackendError, CameraView
 from emmoe_core.ros_helpers import WaitStatus, wait_for_future, wait_until
 
-from habitat_bridge.bridge_core import image_array, seconds_of, stamp
+from habitat_bridge.bridge_core import seconds_of, stamp
 from habitat_bridge.fetch.config import JOINT_GROUPS, FetchConfig
 from habitat_bridge.fetch.safety import SafetyGate, clearance_ahead
 
@@ -151,7 +152,8 @@ class FetchRobot:
             rgb, depth, info, masks = (self._camera[kind] for kind in CAMERA_PARTS)
         intrinsics = CameraView(width=info.width, height=info.height, fx=info.k[0], fy=info.k[4], cx=info.k[2],
                                 cy=info.k[5], position=(0.0, 0.0, 0.0), rotation=np.eye(3))
-        return CameraFrame(image_array(rgb), image_array(depth), intrinsics, image_array(masks.ids).astype(np.int32),
+        return CameraFrame(image_to_array(rgb), image_to_array(depth), intrinsics,
+                           image_to_array(masks.ids).astype(np.int32),
                            tuple(masks.names), tuple(masks.categories), seconds_of(rgb.header.stamp))
 
     def frame_after(self, after: float, timeout_s: float = 5.0) -> CameraFrame:

@@ -120,9 +120,9 @@ def benchmark_scene(data_dir: Path, task_id: int) -> Path | None:
 def _send_all(parsed: list[Any], args: argparse.Namespace) -> int:
     from emmoe_core.ros_helpers import private_node, send_action_goal
     from emmoe_core.topics import SUBTASK_ACTION
-    from emmoe_interfaces.action import ExecuteSubtask
-    from emmoe_interfaces.msg import Subtask
     from emmoe_core.action_client import ActionClient
+    from emmoe_core.convert import subtask_message
+    from emmoe_interfaces.action import ExecuteSubtask
 
     failures = 0
     inventory: list[str] = []
@@ -131,8 +131,7 @@ def _send_all(parsed: list[Any], args: argparse.Namespace) -> int:
         try:
             for subtask in parsed:
                 model = args.model or default_model(subtask)
-                goal = ExecuteSubtask.Goal(subtask=Subtask(action=subtask.action, target=subtask.target,
-                                                           place=subtask.place, model=model), inventory=inventory)
+                goal = ExecuteSubtask.Goal(subtask=subtask_message(subtask, model), inventory=inventory)
                 outcome = send_action_goal(client, goal, accept_timeout_s=30.0, result_timeout_s=args.timeout,
                                            server_wait_s=30.0, executor=private.executor)
                 if not outcome.ok:

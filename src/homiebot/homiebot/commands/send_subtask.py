@@ -31,13 +31,10 @@ def run(args: argparse.Namespace) -> int:
         parsed = parse_subtask(args.subtask)
     except ValueError as error:
         raise UsageError(str(error)) from error
+    from emmoe_core.convert import subtask_message
     from emmoe_interfaces.action import ExecuteSubtask
-    from emmoe_interfaces.msg import Subtask
 
-    goal = ExecuteSubtask.Goal(
-        subtask=Subtask(action=parsed.action, target=parsed.target, place=parsed.place, model=args.model),
-        inventory=list(args.inventory),
-    )
+    goal = ExecuteSubtask.Goal(subtask=subtask_message(parsed, args.model), inventory=list(args.inventory))
 
     def show_feedback(feedback: ExecuteSubtask.Feedback) -> None:
         if not args.json:
