@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emmoe_core.ros_domains import DOMAIN_IDS
+from emmoe_core.validation import require_positive
 
 from homiebot.bringup import parse_overrides
 from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
@@ -60,8 +61,9 @@ class RayOptions:
     def __post_init__(self) -> None:
         if not self.address:
             raise ValueError("--ray needs an address: local, auto or HOST:PORT")
-        if self.cpus_per_run <= 0 or self.gpus_per_run < 0:
-            raise ValueError("--ray-cpus-per-run must be above 0 and --ray-gpus-per-run at least 0")
+        require_positive("--ray-cpus-per-run", self.cpus_per_run)
+        if self.gpus_per_run < 0:
+            raise ValueError(f"--ray-gpus-per-run must be at least 0, got {self.gpus_per_run}")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from emmoe_core.protocol import ACTIONS, SubtaskText, default_model
 from emmoe_core.robot.naming import FAR_THRESHOLD_M, NameResolver, ResolvedTarget
 from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_core.robot.state import ContainerState, InstanceState
+from emmoe_core.validation import require_positive
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, HistorySource, PlannerBackend
 from homiebot_planner.backends.expert import ExpertBackend, ExpertConfig, PlanNode, format_answer
@@ -55,8 +56,7 @@ class OracleConfig:
     reach_m: float = FAR_THRESHOLD_M
 
     def __post_init__(self) -> None:
-        if self.reach_m <= 0:
-            raise ValueError(f"oracle reach_m must be positive, got {self.reach_m}")
+        require_positive("oracle reach_m", self.reach_m)
 
 
 class OracleBackend(PlannerBackend):
