@@ -5,7 +5,7 @@
 <root>/data/{train,test}/<task_id>/keypath.json    list of keypaths, each a list of "[Action, target(, place)]"
 <root>/data/{train,test}/<task_id>/scene.json      simulator episode (passed through untouched)
 <root>/data/{train,test}/<task_id>/subtask{n}_{front,left,back,right}.png
-<root>/sft_train.json   <root>/dpo_train.json        (read and written by emmoe_eval.training_data)
+<root>/sft_train.json   <root>/dpo_train.json        the release's training files (`homiebot data build` writes them)
 ```
 `<root>` may also be given as `<root>/data` (the folder holding `train/` and `test/`).
 
@@ -38,8 +38,6 @@ TEST_IDS = range(91, 101)
 VISIBLE_FILE = "visible.json"
 # ... and parallel to it, where each small object rested then ("on <canonical>", "in <canonical>" or "").
 LOCATIONS_FILE = "locations.json"
-SFT_FILE = "sft_train.json"
-DPO_FILE = "dpo_train.json"
 _IMAGE_NAME = re.compile(r"^subtask(?P<index>\d+)_(?P<view>front|left|back|right)\.png$")
 _SUBTASK_HEAD = re.compile(r"^Subtask\s*(?P<index>\d{1,9})\s*:\s*(?P<subtask>\[[^\[\]]*\])\s*(?:\((?P<model>[^()]*)\))?\s*$")
 _INFO_FIELDS = ("Analysis", "Feedback", "Inventory")

@@ -12,7 +12,6 @@ import pytest
 from emmoe_eval.dataset import (DatasetError, find_task, format_info, load_task_attributes, load_tasks, parse_info,
                                 parse_keypaths, read_info, read_keypaths, resolve_data_root, subtask_images, write_task)
 from emmoe_core.protocol import SubtaskText
-from emmoe_eval.training_data import read_dpo, read_sft, write_dpo, write_sft
 
 # The release's scene.json example, kept with the habitat_bridge tests (from the EMMOE release, Apache-2.0).
 OFFICIAL_SCENE = Path(__file__).resolve().parents[2] / "habitat_bridge" / "test" / "data" / "official_scene_example.json"
@@ -170,21 +169,6 @@ def test_a_task_with_a_broken_file_names_it(tmp_path, kit):
     (directory / "keypath.json").write_text('[["[Go to, fridge]"]]', encoding="utf-8")
     with pytest.raises(DatasetError, match=r"train/4/keypath.json: keypath 1 must end with '\[End\]'"):
         load_tasks(tmp_path)
-
-
-def test_sft_and_dpo_files_round_trip_and_are_validated(tmp_path):
-    samples = [{"id": "3_1", "image": ["data/train/3/subtask0_front.png"],
-                "conversations": [{"from": "human", "value": "<image>\nTask: x"},
-                                  {"from": "gpt", "value": "Analysis: a\nSubtask: [End]\nModel: None"}]}]
-    rows = [{"prompt": "Task: x", "chosen": "Subtask: [Go to, fridge]\nModel: NoMaD", "rejected": "Subtask: [End]\nModel: None"}]
-    write_sft(tmp_path / "sft_train.json", samples)
-    write_dpo(tmp_path / "dpo_train.json", rows)
-    assert read_sft(tmp_path / "sft_train.json") == samples
-    assert read_dpo(tmp_path / "dpo_train.json") == rows
-    with pytest.raises(DatasetError, match=r"sample 1, turn 2: expected"):
-        write_sft(tmp_path / "bad.json", [{"conversations": [{"from": "human", "value": "x"}, {"from": "gpt"}]}])
-    with pytest.raises(DatasetError, match="row 1: 'rejected' must be a string"):
-        write_dpo(tmp_path / "bad.json", [{"prompt": "p", "chosen": "c"}])
 
 
 def test_shipped_task_attributes_are_the_release_lists():

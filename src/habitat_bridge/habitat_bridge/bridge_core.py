@@ -20,6 +20,7 @@ from builtin_interfaces.msg import Time
 from emmoe_core.robot.messages import fill_pose, snapshot_to_query
 from emmoe_core.robot.scene import snapshot_of
 from emmoe_core.robot.state import VIEWS, BackendError, Pose, RobotState, UnknownNameError
+from emmoe_core.validation import require_positive
 from emmoe_interfaces.msg import VisibleObjects
 from emmoe_interfaces.srv import GetObservation, QueryScene, ResetEpisode
 from geometry_msgs.msg import Pose as PoseMsg
@@ -71,8 +72,7 @@ class BridgeConfig:
             raise ValueError(f"rate_hz must be within [1, 1000], got {self.rate_hz}")
         if not 0.0 <= self.camera_rate_hz <= self.rate_hz:
             raise ValueError(f"camera_rate_hz must be within [0, rate_hz], got {self.camera_rate_hz}")
-        if self.cmd_vel_timeout <= 0:
-            raise ValueError(f"cmd_vel_timeout must be positive, got {self.cmd_vel_timeout}")
+        require_positive("cmd_vel_timeout", self.cmd_vel_timeout)
         if not 16 <= self.image_size <= 1024:
             raise ValueError(f"image_size must be within [16, 1024], got {self.image_size}")
         if not 0.0 <= self.video_rate_hz <= 30.0:

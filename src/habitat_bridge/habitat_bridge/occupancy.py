@@ -14,6 +14,7 @@ import math
 import numpy as np
 from emmoe_core.robot import fetch
 from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.validation import require_positive
 
 from habitat_bridge import layout
 from habitat_bridge.scene_spec import SceneSpec
@@ -64,8 +65,7 @@ def occupancy_grid(spec: SceneSpec, resolution: float = 0.05,
     Raises:
         ValueError: resolution is not positive, or an unknown door_footprint.
     """
-    if not resolution > 0:
-        raise ValueError(f"resolution must be positive, got {resolution}")
+    require_positive("resolution", resolution)
     if door_footprint not in DOOR_FOOTPRINTS:
         raise ValueError(f"door_footprint must be one of {', '.join(DOOR_FOOTPRINTS)}, got {door_footprint!r}")
     xmin, ymin, xmax, ymax = spec.bounds()

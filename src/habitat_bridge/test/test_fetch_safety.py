@@ -147,7 +147,7 @@ def test_bad_interface_names_and_settings_name_their_field():
 
     with pytest.raises(ValueError, match="FetchTopics.odom must be an absolute ROS name"):
         FetchTopics(odom="odom")
-    with pytest.raises(ValueError, match="FetchConfig.control_period must be a positive number"):
+    with pytest.raises(ValueError, match="FetchConfig.control_period must be positive"):
         FetchConfig(control_period=0.0)
-    with pytest.raises(ValueError, match="FakeFetchConfig.tick must be a positive number"):
+    with pytest.raises(ValueError, match="FakeFetchConfig.tick must be positive"):
         FakeFetchConfig(tick=-0.02)

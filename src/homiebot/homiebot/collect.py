@@ -41,7 +41,7 @@ from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
 from homiebot.setting import DEFAULT_SETTING, check_setting
 
 if TYPE_CHECKING:
-    from homiebot.ray_runner import RayOptions
+    from homiebot.run_config import RayOptions
 
 RUN = 1  # the one run per task collect makes
 
@@ -187,7 +187,8 @@ def collect(config: CollectConfig, report: Callable[[str], None] = print,
     Raises:
         CollectError: when the selection is empty or the stack cannot run.
     """
-    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark
+    from homiebot.run_config import RunnerConfig, RunnerError
+    from homiebot.runner import run_benchmark
 
     tasks = selected_tasks(config)
     runner = RunnerConfig(tasks=",".join(tasks), out=config.work, runs=1, planner="expert", data_dir=config.data_dir,
@@ -265,7 +266,8 @@ def collect_dagger(config: DaggerCollectConfig, report: Callable[[str], None] = 
     Raises:
         CollectError: for a selection with a test task, an empty selection, or a stack failure.
     """
-    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark
+    from homiebot.run_config import RunnerConfig, RunnerError
+    from homiebot.runner import run_benchmark
 
     tasks = designed_tasks(config.data_dir, config.tasks)
     test = sorted(task_id for task_id, task in tasks.items() if task.split != "train")

@@ -2,13 +2,13 @@
 
 Every pending (task, run) pair is one Ray task. Wherever Ray places it, the task leases a ROS_DOMAIN_ID that no
 other stack on that node holds (emmoe_core.ros_domains: a lock file per id in the node's /tmp, so two stacks on one
-node never share a domain), brings up one whole stack through `runner.run_benchmark` (every node process on
-loopback-only DDS, as locally), runs the episode and returns the run folder's files; the driver writes them into the
-experiment folder, which is therefore laid out exactly like a local run's and resumes the same way (finished runs
-are skipped). With `shared_out` the workers write into the experiment folder themselves (a path that every node
-mounts). Ray runs a task again when its worker process or node is lost (up to LOST_WORKER_RETRIES times, on
-whichever node has room); a run that ended without a planner result is run again up to `--retries` times, as
-locally.
+node never share a domain), brings up one whole stack through the local runner that `runner.run_benchmark` hands it
+(itself: every node process on loopback-only DDS, as locally), runs the episode and returns the run folder's files;
+the driver writes them into the experiment folder, which is therefore laid out exactly like a local run's and
+resumes the same way (finished runs are skipped). With `shared_out` the workers write into the experiment folder
+themselves (a path that every node mounts). Ray runs a task again when its worker process or node is lost (up to
+LOST_WORKER_RETRIES times, on whichever node has room); a run that ended without a planner result is run again up
+to `--retries` times, as locally.
 
 `--ray` without an address starts a private Ray instance on this machine and stops it at the end. A local instance,
 and a driver that joins a cluster at a loopback address, keep every Ray server on 127.0.0.1: Ray binds its gRPC
@@ -28,40 +28,23 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from homiebot.run_folders import SCORE_FILE, has_planner_result
-from homiebot.runner import Progress, RunFilesUnwritable, RunnerConfig, RunnerError, run_benchmark
+from homiebot.run_config import LOCAL, Progress, RunFilesUnwritable, RunnerConfig, RunnerError
 
-LOCAL = "local"  # the address of `--ray` without one: a private instance on this machine
 LOST_WORKER_RETRIES = 3  # Ray's own default for tasks whose worker died
 _SCRATCH_PREFIX = "homiebot-ray-"
 _LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
-@dataclass(frozen=True)
-class RayOptions:
-    """Where and how the runs go on Ray.
+class LocalRunner(Protocol):
+    """Runs (task, run) pairs on stacks of this machine: `homiebot.runner.run_benchmark`, handed in by the runner so
+    that this module does not import it back."""
 
-    Attributes:
-        address: LOCAL (start a private instance on this machine), "auto" (the cluster `ray start` made on this
-            machine, or RAY_ADDRESS), or a head's HOST:PORT.
-        cpus_per_run: CPUs Ray reserves for each run's stack (simulator, skill servers, planner, evaluator).
-        gpus_per_run: GPUs reserved for each run (an `hf` planner on a GPU node).
-        shared_out: the experiment folder is on a file system every node mounts at the same path: the workers
-            write the run folders there directly instead of sending the files back.
-    """
-
-    address: str = LOCAL
-    cpus_per_run: float = 1.0
-    gpus_per_run: float = 0.0
-    shared_out: bool = False
-
-    def __post_init__(self) -> None:
-        if not self.address:
-            raise ValueError("--ray needs an address: local, auto or HOST:PORT")
-        if self.cpus_per_run <= 0 or self.gpus_per_run < 0:
-            raise ValueError("--ray-cpus-per-run must be above 0 and --ray-gpus-per-run at least 0")
+    def __call__(self, config: RunnerConfig, report: Callable[[str], None],
+                 on_progress: Callable[[Progress, str], None] | None, *,
+                 work: Sequence[tuple[str, int]] | None) -> Progress: ...
 
 
 class NodeNotReady(RunnerError):
@@ -82,7 +65,8 @@ class RunOutcome:
     failed: tuple[str, ...] = ()
 
 
-def homiebot_run(config: RunnerConfig, task_id: str, run_index: int, shared_out: bool) -> RunOutcome:
+def homiebot_run(config: RunnerConfig, task_id: str, run_index: int, shared_out: bool,
+                 run_locally: LocalRunner) -> RunOutcome:
     """The Ray task: one (task, run) pair on one fresh stack of the node it runs on (`config` has absolute paths)."""
     import ray
 
@@ -101,8 +85,8 @@ def homiebot_run(config: RunnerConfig, task_id: str, run_index: int, shared_out:
     summaries: list[str] = []
     local = replace(config, out=scratch, tasks=task_id, jobs=1, retries=0, domain_id=None, ray=None)
     try:
-        progress = run_benchmark(local, report=lambda _line: None, work=[(task_id, run_index)],
-                                 on_progress=lambda _progress, summary: summaries.append(summary))
+        progress = run_locally(local, lambda _line: None, lambda _progress, summary: summaries.append(summary),
+                               work=[(task_id, run_index)])
         run_dir = scratch / task_id / str(run_index)
         files = {} if shared_out else _read_folder(run_dir)
         return RunOutcome(task_id, run_index, node, str(run_dir), has_planner_result(run_dir / SCORE_FILE), files,
@@ -207,9 +191,10 @@ def loopback_cluster(workers: int = 2, cpus_each: float = 1.0) -> Iterator[str]:
             os.environ[_LOOPBACK_ONLY] = before
 
 
-def run_on_ray(config: RunnerConfig, work: Sequence[tuple[str, int]],
+def run_on_ray(config: RunnerConfig, work: Sequence[tuple[str, int]], run_locally: LocalRunner,
                on_progress: Callable[[Progress, str], None] | None = None) -> Progress:
-    """Run the (task, run) pairs of `work` as Ray tasks and gather them into `config.out`.
+    """Run the (task, run) pairs of `work` as Ray tasks, each through `run_locally` on its worker's node, and gather
+    them into `config.out`.
 
     Raises:
         RunnerError: when the cluster cannot be reached, a node cannot run stacks, or the run files cannot be
@@ -230,7 +215,7 @@ def run_on_ray(config: RunnerConfig, work: Sequence[tuple[str, int]],
     running: dict[Any, tuple[str, int]] = {}
 
     def submit(pair: tuple[str, int]) -> None:
-        running[remote.remote(shared, pair[0], pair[1], options.shared_out)] = pair
+        running[remote.remote(shared, pair[0], pair[1], options.shared_out, run_locally)] = pair
 
     def report(summary: str) -> None:
         if on_progress is not None:

@@ -18,26 +18,22 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from emmoe_core import topics
 from emmoe_eval.dataset import load_tasks, split_names, task_sort_key
-from emmoe_core.ros_domains import DOMAIN_IDS, NoFreeDomain, lease_domain
+from emmoe_core.ros_domains import NoFreeDomain, lease_domain
 from emmoe_eval.runs import NOT_PLANNER_RESULTS, WRITE_FAILURE
 
-from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, parse_overrides, stack_environment, \
+from homiebot.bringup import EMMOE_SIM_NODES, PLANNER_NODE, config_path, stack_environment, \
     require_loopback_stack, stack_parameters, stack_process_specs
-from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
+from homiebot.ray_runner import run_on_ray
+from homiebot.run_config import Progress, RunFilesUnwritable, RunnerConfig, RunnerError
 from homiebot.run_folders import pending_runs
-from homiebot.setting import DEFAULT_SETTING, check_setting, record_setting
+from homiebot.setting import record_setting
 from homiebot.supervisor import Supervisor
 
-if TYPE_CHECKING:
-    from homiebot.ray_runner import RayOptions
-
-PLANNERS = ("homiebot", "smollm2", "mock", "expert", "openai", "hf", "random", "oracle")
 EVALUATOR_NODE = topics.EVALUATOR_NODE
 GOAL_REQUEST_TRIES = 3
 GOAL_REQUEST_WAIT_S = 10.0
@@ -49,101 +45,12 @@ _END_WORDS = {"end": "ended by the agent", "step_limit": "step limit", "gave_up"
               "cancelled": "cancelled", "error": "infrastructure failure"}
 
 
-class RunnerError(RuntimeError):
-    """The benchmark could not run (bad selection, stack failure); the message says why."""
-
-
-class RunFilesUnwritable(RunnerError):
-    """The evaluator could not write a run's files (disk full, folder removed): every later run would fail too."""
-
-    def __init__(self, task_id: str, run_index: int, error_msg: str, out: Path) -> None:
-        super().__init__(f"task {task_id} run {run_index}: {error_msg}; the benchmark stops here (an infrastructure "
-                         f"failure, not scored; the runs finished before it are kept in {out}): free space or fix the "
-                         "folder, then run the same command again to resume")
-        self.fields = (task_id, run_index, error_msg, out)
-
-    def __reduce__(self) -> tuple[type, tuple[str, int, str, Path]]:  # pickled back from a Ray worker
-        return (type(self), self.fields)
-
-
 class NodeDied(RunnerError):
     """A node process of the stack exited during a run."""
 
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
         self.name = name
-
-
-@dataclass(frozen=True)
-class RunnerConfig:
-    """What `homiebot run` does.
-
-    Attributes:
-        tasks: "train", "test", "all" or comma-separated task ids ("91,93").
-        runs: runs per task (the benchmark uses 3).
-        planner: planner backend (see PLANNERS).
-        setting, conditions: background or no_background (homiebot.setting), reliable or paper
-            (homiebot.conditions); both recorded in `<out>/setting.json`.
-        out: experiment folder.
-        data_dir: EMMOE data folder with train/ and test/.
-        jobs: parallel stacks.
-        max_steps: planner step limit per run.
-        model: openai: model name; hf: local model path; homiebot: another adapter folder (default: the shipped one).
-        base_url: openai: server URL.
-        params_file: ROS parameter file of the stack.
-        overrides: extra `NODE.PARAM=VALUE` parameters.
-        run_timeout_s: longest a single run may take before it is cancelled.
-        startup_timeout_s: longest a stack may take to come up.
-        record_videos: the evaluator writes head-camera and third-person MP4s per subtask and per run.
-        retries: how often a run that ended without a planner result (a node died, the planner server failed, a
-            time-out) is run again at once; what still has none at the end is left for the next resume.
-        domain_id: the ROS_DOMAIN_ID of the (single) stack; None: a free one is leased. Either way the domain is
-            locked for the run, so no other stack on this machine can join it.
-        ray: fan the runs out over a Ray cluster (homiebot.ray_runner) instead of `jobs` local stacks.
-    """
-
-    tasks: str
-    out: Path
-    runs: int = 3
-    planner: str = "homiebot"
-    setting: str = DEFAULT_SETTING
-    conditions: str = DEFAULT_CONDITIONS
-    data_dir: Path = Path("data")
-    jobs: int = 1
-    max_steps: int = 20
-    model: str = ""
-    base_url: str = ""
-    params_file: Path | None = None
-    overrides: tuple[str, ...] = ()
-    run_timeout_s: float = 1800.0
-    startup_timeout_s: float = 180.0
-    record_videos: bool = True
-    retries: int = 0
-    domain_id: int | None = None
-    ray: RayOptions | None = None
-
-    def __post_init__(self) -> None:
-        if self.ray is not None and (self.jobs != 1 or self.domain_id is not None):
-            raise ValueError("--ray places the runs itself: it takes neither --jobs nor --domain-id")
-        if self.domain_id is not None and (self.jobs != 1 or self.domain_id not in DOMAIN_IDS):
-            raise ValueError(f"--domain-id needs --jobs 1 and an id in 1-101 or 215-232, got {self.domain_id} "
-                             f"with --jobs {self.jobs}")
-        if self.planner not in PLANNERS:
-            raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
-        check_setting(self.setting)
-        check_conditions(self.conditions)
-        if self.retries < 0:
-            raise ValueError("--retries must be 0 or more")
-        if self.runs < 1 or self.jobs < 1 or self.max_steps < 1:
-            raise ValueError("--runs, --jobs and --max-steps must be at least 1")
-        if self.planner == "hf" and not self.model:
-            raise ValueError("--planner hf needs --model PATH (a local model folder)")
-        if self.planner == "openai" and not (self.model and self.base_url):
-            raise ValueError("--planner openai needs --base-url URL and --model NAME (key from OPENAI_API_KEY)")
-        try:
-            parse_overrides(self.overrides)
-        except ValueError as error:
-            raise ValueError(f"--set: {error}") from error
 
 
 def select_tasks(data_dir: Path, selection: str) -> list[str]:
@@ -187,26 +94,6 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
     for node, values in stack_parameters(config.setting, config.overrides, config.conditions).items():
         overrides.setdefault(node, {}).update(values)
     return overrides
-
-
-@dataclass
-class Progress:
-    """Counts shared by the job threads; `attempts` counts the runs of each (task, run) pair so far."""
-
-    total: int
-    done: int = 0
-    failed: list[str] = field(default_factory=list)
-    attempts: dict[tuple[str, int], int] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def retry(self, pair: tuple[str, int], retries: int, pairs: queue.Queue[tuple[str, int]]) -> bool:
-        """Queue `pair` again when it has retries left (call with the lock held); returns whether it was."""
-        attempts = self.attempts[pair] = self.attempts.get(pair, 0) + 1
-        if attempts > retries:
-            return False
-        self.total += 1
-        pairs.put(pair)
-        return True
 
 
 class Stack:
@@ -391,9 +278,7 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
         report(f"{len(task_ids)} task(s) x {config.runs} run(s): {len(task_ids) * config.runs - len(work)} already "
                f"done, {len(work)} to run with planner {config.planner} on {where}; results in {config.out}")
     if config.ray is not None and work:
-        from homiebot.ray_runner import run_on_ray
-
-        return run_on_ray(config, work, on_progress)
+        return run_on_ray(config, work, run_benchmark, on_progress)
     progress = Progress(total=len(work))
     if not work:
         return progress

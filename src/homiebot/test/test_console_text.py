@@ -83,7 +83,7 @@ def test_hostile_text_never_aborts_homiebot_run(tmp_path: Path, monkeypatch: pyt
     from emmoe_eval import cli as emmoe_eval_cli
 
     from homiebot import cli, run_folders, runner
-    from homiebot.runner import Progress
+    from homiebot.run_config import Progress
 
     texts = [*HOSTILE, LONG]
 

@@ -3,6 +3,7 @@ experiment folder that matches a `--jobs 2` run of the same tasks; a killed Ray 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pickle
@@ -16,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from homiebot.ray_runner import RayOptions, _remove_stale_scratch, loopback_cluster, portable, store_run
-from homiebot.runner import RunFilesUnwritable, RunnerConfig, RunnerError
+from homiebot import ray_runner
+from homiebot.ray_runner import _remove_stale_scratch, loopback_cluster, portable, store_run
+from homiebot.run_config import RayOptions, RunFilesUnwritable, RunnerConfig, RunnerError
 
 ROOT = Path(__file__).resolve().parents[3]
 WORKER_TITLE = "ray::homiebot_run"  # the process title Ray gives a worker running homiebot_run
@@ -55,6 +57,14 @@ def test_workers_get_absolute_paths_and_options_are_checked(tmp_path, monkeypatc
 def test_the_write_failure_survives_the_trip_back_from_a_worker(tmp_path):
     error = pickle.loads(pickle.dumps(RunFilesUnwritable("91", 2, "could not write", tmp_path)))
     assert isinstance(error, RunFilesUnwritable) and "task 91 run 2: could not write" in str(error)
+
+
+def test_the_ray_runner_does_not_import_the_local_runner_back():
+    """The runner hands run_on_ray the function that runs pairs locally: no import cycle between the two modules."""
+    tree = ast.parse(Path(ray_runner.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert "homiebot.run_config" in imported and "homiebot.runner" not in imported
 
 
 def test_scratch_folders_of_dead_workers_are_removed(tmp_path, monkeypatch):

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from homiebot.commands.run import add_arguments
-from homiebot.runner import RunnerConfig, stack_overrides
+from homiebot.run_config import RunnerConfig
+from homiebot.runner import stack_overrides
 
 
 def test_the_evaluator_records_videos_unless_told_not_to(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from homiebot import runner
+from homiebot.run_config import Progress, RunnerConfig, RunnerError
 from homiebot.run_folders import pending_runs, without_result
-from homiebot.runner import RunnerConfig, RunnerError, select_tasks, stack_overrides
+from homiebot.runner import select_tasks, stack_overrides
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "data"
@@ -202,12 +203,12 @@ def test_a_full_disk_stops_the_benchmark_with_its_cause_and_keeps_finished_runs(
 def test_a_run_without_a_planner_result_is_retried_while_retries_last(tmp_path):
     import queue
 
-    progress = runner.Progress(total=1)
+    progress = Progress(total=1)
     pairs: queue.Queue[tuple[str, int]] = queue.Queue()
     assert progress.retry(("92", 1), 2, pairs) and progress.retry(("92", 1), 2, pairs)
     assert not progress.retry(("92", 1), 2, pairs)
     assert (pairs.qsize(), progress.total) == (2, 3)
-    assert not runner.Progress(total=1).retry(("92", 1), 0, pairs)
+    assert not Progress(total=1).retry(("92", 1), 0, pairs)
 
 
 def test_unusable_score_files_are_run_again_and_named(tmp_path):

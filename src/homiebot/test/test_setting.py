@@ -9,7 +9,8 @@ import pytest
 
 from homiebot import cli, setting
 from homiebot.commands import up
-from homiebot.runner import RunnerConfig, stack_overrides
+from homiebot.run_config import RunnerConfig
+from homiebot.runner import stack_overrides
 
 NO_BACKGROUND = {"sim_stack": {"setting": "no_background"}, "homiebot_executor": {"routing": "model"}}
 

@@ -45,6 +45,7 @@ from emmoe_core.topics import ERRORS_TOPIC, SUBTASK_ACTION
 from emmoe_core.topics import QUERY_SCENE_SERVICE as QUERY_SERVICE
 from emmoe_core.robot.messages import snapshot_from_query
 from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.validation import require_positive_fields
 from emmoe_interfaces.action import ExecuteSubtask, Manipulate, Navigate
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene
@@ -103,10 +104,8 @@ class ExecutorConfig:
     monitor_wait_s: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("service_timeout_s", "skill_timeout_s", "server_wait_s", "check_timeout_s", "monitor_wait_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"ExecutorConfig.{name}: expected a positive number of seconds, "
-                                 f"got {getattr(self, name)}")
+        require_positive_fields(self, ("service_timeout_s", "skill_timeout_s", "server_wait_s", "check_timeout_s",
+                                       "monitor_wait_s"))
 
 
 class ExecutorNode(Node):

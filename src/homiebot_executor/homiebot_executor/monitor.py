@@ -20,6 +20,7 @@ from emmoe_core.robot.scene import SceneSnapshot
 
 from homiebot_executor.checks import CheckConfig, CheckOutcome, check_subtask, held_names
 from emmoe_core.robot.naming import NameResolver
+from emmoe_core.validation import require_positive
 from homiebot_executor.skills import SKILL_OF_ACTION
 
 INCIDENT_KINDS: tuple[str, ...] = ("drop", "contact", "timeout")
@@ -206,8 +207,7 @@ class ExecutionWatcher:
     last_step: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
-        if self.contact_limit <= 0:
-            raise ValueError(f"ExecutionWatcher.contact_limit: expected a positive force, got {self.contact_limit}")
+        require_positive("ExecutionWatcher.contact_limit", self.contact_limit)
         if self.step_budget < 0:
             raise ValueError(f"ExecutionWatcher.step_budget: expected >= 0, got {self.step_budget}")
         self.held = self.held_at_start

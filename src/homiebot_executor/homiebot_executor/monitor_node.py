@@ -38,6 +38,7 @@ from emmoe_core.topics import CHECK_SUBTASK_SERVICE, ERRORS_TOPIC, QUERY_SCENE_S
     SUBTASK_STATUS_TOPIC
 from emmoe_core.robot.messages import snapshot_from_query
 from emmoe_core.robot.scene import SceneSnapshot
+from emmoe_core.validation import require_positive
 from emmoe_interfaces.action import ExecuteSubtask
 from emmoe_interfaces.msg import ExecutionError
 from emmoe_interfaces.srv import CheckSubtask, QueryScene
@@ -75,8 +76,7 @@ class MonitorConfig:
 
     def __post_init__(self) -> None:
         for name in ("watch_period_s", "contact_limit", "timeout_s", "scene_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"emmoe_monitor.{name}: expected a positive number, got {getattr(self, name)}")
+            require_positive(f"emmoe_monitor.{name}", getattr(self, name))
 
 
 class MonitorNode(Node):

@@ -175,6 +175,8 @@ class Planner:
         self.backend = backend
         self.config = config or PlannerConfig()
         self.memory = PlannerMemory(task, window=self.config.history_window)
+        if backend.needs_history:
+            backend.attach_history(lambda: tuple(self.memory.executed))
         self._alias_table = alias_table or default_alias_table()
         self._system = backend.system_prompt(system_prompt(backend.observation_mode))
         self._vocabulary = (vocabulary_names(self._alias_table, self._shown)
@@ -261,7 +263,6 @@ class Planner:
             temperature=self.config.temperature,
             max_new_tokens=self.config.max_new_tokens,
             constraints=self.constraints(observation),
-            executed=tuple(self.memory.executed),
             cancel=cancel,
         )
         raw_output = ""

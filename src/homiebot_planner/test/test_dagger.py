@@ -25,10 +25,12 @@ def _backend(rows: Path, beta: float) -> DaggerBackend:
     return DaggerBackend(student, oracle, DaggerConfig(rows_dir=str(rows), beta=beta, seed=3))
 
 
-def _request(step: int) -> GenerationRequest:
+def _step(backend: DaggerBackend, step: int) -> str:
+    """The backend's answer at step `step`, the steps before it attached as the episode's history."""
     executed = tuple(ExecutedStep(SubtaskText("Go to", "sofa"), True, "None") for _ in range(step - 1))
-    return GenerationRequest(messages=(ChatMessage("user", f"Visible objects:\nTask: t\nstep {step}"),),
-                             executed=executed)
+    backend.attach_history(lambda: executed)
+    prompt = ChatMessage("user", f"Visible objects:\nTask: t\nstep {step}")
+    return backend.generate(GenerationRequest(messages=(prompt,)))
 
 
 @pytest.mark.parametrize(("beta", "executed"), [(0.0, STUDENT), (1.0, ORACLE)])
@@ -37,7 +39,7 @@ def test_beta_decides_whose_answer_runs_and_every_step_keeps_the_oracle_answer(t
     backend = _backend(tmp_path / "rows", beta)
     assert backend.observation_mode == "text" and backend.needs_scene
     backend.start_episode(EpisodeInfo("12_v1", "t", task_id="12_v1"))
-    assert [backend.generate(_request(step)) for step in (1, 2)] == [executed, executed]
+    assert [_step(backend, step) for step in (1, 2)] == [executed, executed]
     backend.close()
     (path,) = (tmp_path / "rows").glob("12_v1__*.jsonl")
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
@@ -50,16 +52,16 @@ def test_beta_decides_whose_answer_runs_and_every_step_keeps_the_oracle_answer(t
 def test_a_mixed_beta_draws_both_reproducibly_per_run(tmp_path: Path) -> None:
     backend = _backend(tmp_path / "rows", 0.5)
     backend.start_episode(EpisodeInfo("3", "t", task_id="3"))
-    answers = [backend.generate(_request(step)) for step in range(1, 41)]
+    answers = [_step(backend, step) for step in range(1, 41)]
     assert 5 < answers.count(ORACLE) < 35
 
 
 def test_rows_become_sft_records_last_sample_per_step_wins(tmp_path: Path) -> None:
     backend = _backend(tmp_path / "rows", 0.0)
     backend.start_episode(EpisodeInfo("12_v1", "t", task_id="12_v1"))
-    backend.generate(_request(1))
-    backend.generate(_request(1))  # the planner re-sampled step 1
-    backend.generate(_request(2))
+    _step(backend, 1)
+    _step(backend, 1)  # the planner re-sampled step 1
+    _step(backend, 2)
     backend.close()
     records, counts = read_rows([tmp_path / "rows"])
     assert (counts.runs, counts.rows, counts.student_agreed, counts.executed_by_oracle) == (1, 2, 0, 0)
@@ -76,7 +78,7 @@ def test_aggregation_adds_sft_datasets_and_rejects_bad_input(tmp_path: Path) -> 
 
     backend = _backend(tmp_path / "rows", 0.0)
     backend.start_episode(EpisodeInfo("12", "t", task_id="12"))
-    backend.generate(_request(1))
+    _step(backend, 1)
     backend.close()
     sft = tmp_path / "sft"
     datasets.Dataset.from_list([{"id": "1_1", "task_id": "1", "variant": 0, "step": 1, "messages": [
@@ -105,4 +107,4 @@ def test_settings_wrap_the_student_only_with_a_rows_folder(tmp_path: Path) -> No
     with pytest.raises(ValueError, match="beta"):
         build_settings(PlannerParameters(backend="random", dagger_rows_dir=str(tmp_path), dagger_beta=1.5))
     with pytest.raises(BackendError, match="start_episode"):
-        _backend(tmp_path / "rows", 0.0).generate(_request(1))
+        _step(_backend(tmp_path / "rows", 0.0), 1)

@@ -12,6 +12,7 @@ from homiebot_planner.backends import BackendError, DecodingConstraints, Episode
 from homiebot_planner.backends.expert import ExpertBackend
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.parsing import is_valid, parse_output
+from homiebot_planner.planner import Observation, Planner
 
 INFO = """Task: put the apple in the fridge
 
@@ -48,8 +49,8 @@ def _answer(backend: ExpertBackend, executed: list[tuple[SubtaskText, bool]], he
     steps = [ExecutedStep(subtask, ok) for subtask, ok in executed]
     if feedback is not None:
         steps[-1] = ExecutedStep(steps[-1].subtask, steps[-1].success, feedback)
-    request = GenerationRequest(messages=(), executed=tuple(steps), constraints=DecodingConstraints(held=held))
-    return backend.generate(request)
+    backend.attach_history(lambda: steps)
+    return backend.generate(GenerationRequest(messages=(), constraints=DecodingConstraints(held=held)))
 
 
 def test_keypath_replay_retries_failures_and_picks_the_best_path(tmp_path: Path) -> None:
@@ -93,15 +94,26 @@ def test_repairs_after_far_away_and_a_dropped_object() -> None:
     steps = [ExecutedStep(subtask, ok) for subtask, ok in carried]
     steps.append(ExecutedStep(SubtaskText("Put", "apple", "fridge"), False, feedback_for("E2", "Put")))
     answers = []
+    backend.attach_history(lambda: steps)
     for step, held in ((None, ()), (go_apple, ()), (pick, ("apple",)), ((SubtaskText("Go to", "fridge"), True),
                                                                         ("apple",))):
         if step is not None:
             steps.append(ExecutedStep(*step))
-        request = GenerationRequest(messages=(), executed=tuple(steps), constraints=DecodingConstraints(held=held))
-        answers.append(parse_output(backend.generate(request)))
+        answers.append(parse_output(backend.generate(GenerationRequest(messages=(),
+                                                                       constraints=DecodingConstraints(held=held)))))
     assert [answer.subtask_text for answer in answers if answer] == [
         "[Go to, apple]", "[Pick, apple]", "[Go to, fridge]", "[Put, apple, fridge]"]
     assert "not in my hand any more" in answers[0].analysis  # type: ignore[union-attr]
+
+
+def test_the_planner_gives_the_expert_its_executed_steps() -> None:
+    backend = ExpertBackend(ExpertConfig(source="plan", plan=("[Go to, apple]", "[Pick, apple]", "[End]")))
+    backend.start_episode(EpisodeInfo("free-1", "t"))
+    planner = Planner(backend, "t")
+    first = planner.decide(Observation())
+    planner.record_result(first, True, None)
+    assert (first.subtask, planner.decide(Observation()).subtask) == (SubtaskText("Go to", "apple"),
+                                                                      SubtaskText("Pick", "apple"))
 
 
 def test_plan_source_and_default_models() -> None:

@@ -74,8 +74,8 @@ def oracle(tmp_path: Path) -> OracleBackend:
 
 def _next(oracle: OracleBackend, executed: list[ExecutedStep], scene: SceneSnapshot, held: tuple[str, ...] = ()) -> str:
     oracle.attach_scene(lambda: scene)
-    request = GenerationRequest(messages=(), executed=tuple(executed), constraints=DecodingConstraints(held=held))
-    parsed = parse_output(oracle.generate(request))
+    oracle.attach_history(lambda: executed)
+    parsed = parse_output(oracle.generate(GenerationRequest(messages=(), constraints=DecodingConstraints(held=held))))
     assert parsed is not None
     return str(parsed.subtask)
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from emmoe_core.validation import require_positive
+
 
 @dataclass(frozen=True)
 class OccupancyGrid:
@@ -27,8 +29,7 @@ class OccupancyGrid:
     occupied: np.ndarray
 
     def __post_init__(self) -> None:
-        if not self.resolution > 0:
-            raise ValueError(f"resolution must be positive, got {self.resolution}")
+        require_positive("resolution", self.resolution)
         if self.occupied.ndim != 2:
             raise ValueError(f"occupied must be a 2-D array, got shape {self.occupied.shape}")
 

@@ -26,6 +26,7 @@ from xml.etree import ElementTree as ET
 
 from emmoe_core.robot.fetch import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, HEAD_JOINTS, LASER_MOUNT, PREFIX, TORSO_JOINT
 from emmoe_core.robot.state import VIEWS
+from emmoe_core.validation import require_positive_fields
 
 THIRD_PERSON_VIEWS: tuple[str, ...] = tuple(f"third_{view}" for view in VIEWS)
 GRIPPER_BODY = "gripper_link"
@@ -93,8 +94,7 @@ class FetchCameraConfig:
             raise ValueError(f"camera fovy must be within [10, 150] degrees, got {self.fovy}")
         if not -1.2 <= self.tilt <= 1.2:
             raise ValueError(f"camera tilt must be within [-1.2, 1.2] rad, got {self.tilt}")
-        if self.third_person_distance <= 0 or self.third_person_height <= 0:
-            raise ValueError("third-person camera distance and height must be positive")
+        require_positive_fields(self, ("third_person_distance", "third_person_height"))
 
 
 def add_fetch_assets(asset: ET.Element) -> None:

@@ -46,6 +46,7 @@ from emmoe_core.robot.state import (
     RobotState,
     UnknownNameError,
 )
+from emmoe_core.validation import require_positive
 
 from habitat_bridge.backends import fetch_model
 from habitat_bridge.backends.base import Scene, SimBackend, resolve_name
@@ -409,8 +410,7 @@ class HabitatBackend(SimBackend):
 
     def occupancy_grid(self, resolution: float = 0.05) -> OccupancyGrid:
         """The navmesh's top-down navigability at the robot's height (non-navigable = occupied)."""
-        if not resolution > 0:
-            raise ValueError(f"resolution must be positive, got {resolution}")
+        require_positive("resolution", resolution)
         pathfinder = self._sim.pathfinder
         lower, upper = pathfinder.get_bounds()
         navigable = np.asarray(pathfinder.get_topdown_view(resolution, float(self._robot.base_pos[1])), dtype=bool)

@@ -42,12 +42,12 @@ from emmoe_core.robot.state import (
     Pose,
     RobotState,
 )
+from emmoe_core.validation import require_positive_fields
 
 from habitat_bridge.backends.base import Scene, SimBackend
 from habitat_bridge.backends.fetch_model import kinematic_description
 from habitat_bridge.backends.mujoco_robot import camera_pose, site_pose
 from habitat_bridge.fetch.robot import CameraFrame, FetchRobot
-from habitat_bridge.fetch.safety import require_positive
 from habitat_bridge.fetch.scene_memory import SceneMemory
 from habitat_bridge.scene_spec import SceneSpec
 
@@ -86,8 +86,8 @@ class FetchBackendConfig:
     def __post_init__(self) -> None:
         if self.views_by not in ("base", "head"):
             raise ValueError(f"FetchBackendConfig.views_by must be 'base' or 'head', got {self.views_by!r}")
-        require_positive(self, ("turn_tolerance", "stall_tolerance", "head_tolerance", "settle_timeout", "grasp_match",
-                                "min_pixels"))
+        require_positive_fields(self, ("turn_tolerance", "stall_tolerance", "head_tolerance", "settle_timeout",
+                                       "grasp_match", "min_pixels"))
 
 
 class FetchBackend(SimBackend):

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field, fields
 
 from emmoe_core import topics
 from emmoe_core.robot import fetch
+from emmoe_core.validation import require_positive_fields
 
-from habitat_bridge.fetch.safety import SafetyConfig, require_positive
+from habitat_bridge.fetch.safety import SafetyConfig
 
 
 # The joints each trajectory controller (FetchTopics.<group>_action) moves, in the order the backends take them.
@@ -72,4 +73,4 @@ class FetchConfig:
     gripper_effort: float = 60.0
 
     def __post_init__(self) -> None:
-        require_positive(self, ("control_period", "ready_timeout", "gripper_open", "gripper_effort"))
+        require_positive_fields(self, ("control_period", "ready_timeout", "gripper_open", "gripper_effort"))

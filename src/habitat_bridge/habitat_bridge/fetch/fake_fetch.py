@@ -32,10 +32,10 @@ import mujoco
 import numpy as np
 from emmoe_core.robot import fetch
 from emmoe_core.robot.state import CameraView, RobotState
+from emmoe_core.validation import require_positive_fields
 
 from habitat_bridge.backends.mujoco_backend import MujocoBackend
 from habitat_bridge.fetch.config import JOINT_GROUPS
-from habitat_bridge.fetch.safety import require_positive
 
 # Finger gap of an open gripper (metres); a goal below half of it closes the fingers.
 OPEN_GAP = 0.1
@@ -65,7 +65,8 @@ class FakeFetchConfig:
     arm_damping: float = 0.03
 
     def __post_init__(self) -> None:
-        require_positive(self, ("tick", "speed", "cmd_vel_timeout", "grasp_reach", "arm_stiffness", "arm_damping"))
+        require_positive_fields(self, ("tick", "speed", "cmd_vel_timeout", "grasp_reach", "arm_stiffness",
+                                       "arm_damping"))
 
 
 def laser_angles() -> np.ndarray:

@@ -23,14 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-
-def require_positive(config: object, names: Sequence[str]) -> None:
-    """Raise ValueError naming the first of `config`'s fields `names` that is not a finite positive number."""
-    for name in names:
-        value = getattr(config, name)
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise ValueError(f"{type(config).__name__}.{name} must be a positive number, got {value!r}")
+from emmoe_core.validation import require_positive_fields
 
 
 @dataclass(frozen=True)
@@ -65,8 +58,9 @@ class SafetyConfig:
     dry_run: bool = False
 
     def __post_init__(self) -> None:
-        require_positive(self, ("max_forward", "max_turn", "max_forward_accel", "max_turn_accel", "max_joint_speed",
-                                "fence_horizon", "stop_distance", "base_latency", "sensor_max_age"))
+        require_positive_fields(self, ("max_forward", "max_turn", "max_forward_accel", "max_turn_accel",
+                                       "max_joint_speed", "fence_horizon", "stop_distance", "base_latency",
+                                       "sensor_max_age"))
         if self.fence is not None:
             if len(self.fence) != 4 or not all(math.isfinite(value) for value in self.fence):
                 raise ValueError(f"SafetyConfig.fence must be (x_min, y_min, x_max, y_max), got {self.fence!r}")

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from homiebot.ray_runner import RayOptions
+    from homiebot.run_config import RayOptions
 
 
 def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +27,7 @@ def ray_options(args: argparse.Namespace) -> RayOptions | None:
     """The RayOptions of the parsed arguments (None without --ray)."""
     if args.ray is None:
         return None
-    from homiebot.ray_runner import RayOptions
+    from homiebot.run_config import RayOptions
 
     return RayOptions(address=args.ray, cpus_per_run=args.ray_cpus_per_run, gpus_per_run=args.ray_gpus_per_run,
                       shared_out=args.ray_shared_out)

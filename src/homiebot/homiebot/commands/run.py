@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot run`."""
     from homiebot.commands._ray import add_ray_arguments
     from homiebot.conditions import add_conditions_argument
-    from homiebot.runner import PLANNERS
+    from homiebot.run_config import PLANNERS
     from homiebot.setting import DEFAULT_SETTING, SETTINGS
 
     parser.add_argument("--tasks", default="test", help="train, test, all, or task ids like 91,93 (default: test)")
@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from homiebot.commands._ray import ray_options
     from homiebot.conditions import scoring_arguments
     from homiebot.run_folders import without_result
-    from homiebot.runner import RunnerConfig, RunnerError, run_benchmark, select_tasks
+    from homiebot.run_config import RunnerConfig, RunnerError
+    from homiebot.runner import run_benchmark, select_tasks
     from homiebot.setting import SettingMismatch, describe
 
     try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.validation import require_positive_fields
 from scipy import ndimage
 
 UNKNOWN, FREE, OCCUPIED = 0, 1, 2
@@ -49,9 +50,7 @@ class MapConfig:
     ray_stride: int = 4
 
     def __post_init__(self) -> None:
-        for name in ("resolution", "extent", "self_radius", "max_range"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"MapConfig.{name}: expected a positive number, got {getattr(self, name)}")
+        require_positive_fields(self, ("resolution", "extent", "self_radius", "max_range"))
         if not self.floor_height < self.obstacle_min_height < self.obstacle_max_height:
             raise ValueError("MapConfig: expected floor_height < obstacle_min_height < obstacle_max_height")
         if self.ray_stride < 1:

@@ -18,6 +18,7 @@ import mink
 import mujoco
 import numpy as np
 from emmoe_core.robot import fetch
+from emmoe_core.validation import require_positive_fields
 
 GRIP_SITE = fetch.PREFIX + fetch.GRIP_SITE
 SOLVED_JOINTS: tuple[str, ...] = (fetch.TORSO_JOINT, *fetch.ARM_JOINTS)
@@ -57,10 +58,7 @@ class IkConfig:
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
             raise ValueError(f"IkConfig.max_iterations: expected >= 1, got {self.max_iterations}")
-        if self.position_tolerance <= 0 or self.orientation_tolerance <= 0:
-            raise ValueError("IkConfig: tolerances must be positive")
-        if self.dt <= 0:
-            raise ValueError(f"IkConfig.dt: expected a positive step, got {self.dt}")
+        require_positive_fields(self, ("position_tolerance", "orientation_tolerance", "dt"))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.validation import require_positive_fields
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import dijkstra
 
@@ -185,10 +186,9 @@ class ControllerConfig:
     reverse_within: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("max_forward", "max_turn", "min_turn", "turn_in_place_above", "heading_gain", "lookahead",
-                     "goal_tolerance", "yaw_tolerance", "slow_down_distance", "reverse_within"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"ControllerConfig.{name}: expected a positive number, got {getattr(self, name)}")
+        require_positive_fields(self, ("max_forward", "max_turn", "min_turn", "turn_in_place_above", "heading_gain",
+                                       "lookahead", "goal_tolerance", "yaw_tolerance", "slow_down_distance",
+                                       "reverse_within"))
 
 
 class BaseController:

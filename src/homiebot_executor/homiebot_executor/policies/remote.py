@@ -21,6 +21,7 @@ import numpy as np
 from emmoe_core.robot import fetch
 from emmoe_core.robot.interface import SimulatedRobot
 from emmoe_core.robot.state import BackendError, UnknownNameError
+from emmoe_core.validation import require_positive
 
 from homiebot_executor.monitor import ExecutionWatcher
 from homiebot_executor.policies.arm_ik import ArmIk
@@ -43,8 +44,7 @@ class RemotePolicy:
                  lock: AbstractContextManager[object] | None = None, camera: str = "front") -> None:
         """Drive `backend` (the robot, and the privileged scene to judge success) with the answers of `client` for
         `model`; `control_period` is one budget step (s)."""
-        if control_period <= 0:
-            raise ValueError(f"control_period must be positive, got {control_period}")
+        require_positive("control_period", control_period)
         self.backend = backend
         self.client = client
         self.model = model

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from emmoe_core.validation import require_positive
+
 from homiebot_executor.remote.protocol import (
     ACT_PATH,
     HEALTH_PATH,
@@ -40,8 +42,7 @@ class ClientConfig:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"ClientConfig.url: expected http://host:port, got {self.url!r}")
-        if not self.timeout_s > 0:
-            raise ValueError(f"ClientConfig.timeout_s: expected a positive number of seconds, got {self.timeout_s}")
+        require_positive("ClientConfig.timeout_s", self.timeout_s)
 
 
 class PolicyClient:

@@ -2,7 +2,9 @@
 
 A backend turns one `GenerationRequest` (chat messages, the current four views, sampling settings and the
 constraints a local model may decode under) into the model's raw text. It does not parse: the planner core
-parses, re-samples and falls back to End, identically for every backend.
+parses, re-samples and falls back to End, identically for every backend. The request holds only what a language model
+sees; the experts, which answer from the episode itself, get the executed steps (`attach_history`) and the true
+scene (`attach_scene`) through sources attached to them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +23,7 @@ from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.prompts import ObservationMode
 
 Role = Literal["system", "user", "assistant"]
+HistorySource = Callable[[], Sequence[ExecutedStep]]
 
 
 class BackendError(RuntimeError):
@@ -96,7 +99,6 @@ class GenerationRequest:
         temperature: sampling temperature (0 means greedy; None: send none, the model's or the API's default).
         max_new_tokens: cap on generated tokens.
         constraints: what constrained decoding may choose from.
-        executed: the subtasks executed so far in this episode (for replaying backends).
         cancel: set when the run is cancelled; long generations stop early.
     """
 
@@ -104,7 +106,6 @@ class GenerationRequest:
     temperature: float | None = 0.2
     max_new_tokens: int = 1024
     constraints: DecodingConstraints = field(default_factory=DecodingConstraints)
-    executed: tuple[ExecutedStep, ...] = ()
     cancel: threading.Event | None = None
 
 
@@ -125,6 +126,11 @@ class PlannerBackend(ABC):
     object_locations: bool | None = None
     # Whether the backend reads the true scene (the re-planning expert): the planner node then attaches a source.
     needs_scene: bool = False
+    # Whether the backend answers from the steps executed so far (the experts): the planner attaches its memory's.
+    needs_history: bool = False
+
+    def attach_history(self, source: HistorySource) -> None:
+        """Read the episode's executed steps through `source` (only backends with `needs_history`; default: ignored)."""
 
     def attach_scene(self, source: Callable[[], SceneSnapshot]) -> None:
         """Read the privileged scene through `source` (only backends with `needs_scene`; default: ignored)."""

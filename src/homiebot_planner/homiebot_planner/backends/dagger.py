@@ -20,7 +20,7 @@ from typing import IO
 
 from emmoe_core.robot.scene import SceneSnapshot
 
-from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
+from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, HistorySource, PlannerBackend
 from homiebot_planner.parsing import parse_output
 
 ROWS_SUFFIX = ".jsonl"
@@ -57,6 +57,7 @@ class DaggerBackend(PlannerBackend):
     """
 
     needs_scene = True
+    needs_history = True
 
     def __init__(self, student: PlannerBackend, oracle: PlannerBackend, config: DaggerConfig) -> None:
         self.student = student
@@ -70,6 +71,13 @@ class DaggerBackend(PlannerBackend):
         self._episode = ""
         self._run = ""
         self._draws = random.Random(config.seed)
+        self._history: HistorySource = lambda: ()  # until a planner attaches its memory: nothing executed yet
+
+    def attach_history(self, source: HistorySource) -> None:
+        """Number the rows by the executed steps of `source`, and give it to both backends."""
+        self._history = source
+        self.student.attach_history(source)
+        self.oracle.attach_history(source)
 
     def attach_scene(self, source: Callable[[], SceneSnapshot]) -> None:
         """Give the oracle the scene."""
@@ -116,7 +124,7 @@ class DaggerBackend(PlannerBackend):
         row = {
             "episode_id": self._episode,
             "run": self._run,
-            "step": len(request.executed) + 1,
+            "step": len(self._history()) + 1,
             "messages": [{"role": message.role, "content": message.text} for message in request.messages],
             "answer": f"Subtask: {parsed.subtask}\nModel: {parsed.model or 'None'}",
             "student_answer": student,

@@ -23,7 +23,7 @@ from emmoe_core.names import AliasTable, default_alias_table
 from emmoe_core.protocol import SubtaskText, classify_feedback, default_model, parse_subtask
 from emmoe_eval.runs import Step
 
-from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
+from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, HistorySource, PlannerBackend
 from homiebot_planner.memory import ExecutedStep
 
 EXPERT_SOURCES = ("keypath", "info", "plan", "replay")
@@ -91,6 +91,7 @@ class ExpertBackend(PlannerBackend):
     """
 
     observation_mode = "images"
+    needs_history = True
 
     def __init__(self, config: ExpertConfig | None = None, alias_table: AliasTable | None = None) -> None:
         self.config = config or ExpertConfig()
@@ -98,6 +99,11 @@ class ExpertBackend(PlannerBackend):
         self._table = alias_table or default_alias_table()
         self._names = NameIndex(self._table)
         self._plans: tuple[tuple[PlanNode, ...], ...] = ()
+        self._history: HistorySource = lambda: ()  # until a planner attaches its memory: nothing executed yet
+
+    def attach_history(self, source: HistorySource) -> None:
+        """Follow the plan along the steps `source` returns (the planner attaches its memory's)."""
+        self._history = source
 
     def start_episode(self, episode: EpisodeInfo) -> None:
         """Load the plan(s) of the episode.
@@ -200,8 +206,8 @@ class ExpertBackend(PlannerBackend):
         return PlanNode(subtask, default_model(subtask, self._table), f"I go to the {target} first: {reason}.")
 
     def generate(self, request: GenerationRequest) -> str:
-        """The answer for the next plan node."""
-        return format_answer(self.next_node(request.executed, request.constraints.held))
+        """The answer for the next plan node after the executed steps."""
+        return format_answer(self.next_node(self._history(), request.constraints.held))
 
 
 def _same_subtask(first: SubtaskText, second: SubtaskText, table: AliasTable) -> bool:

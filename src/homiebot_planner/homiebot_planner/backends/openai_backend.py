@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from emmoe_core.validation import require_positive
 
 from homiebot_planner.backends.base import BackendError, ChatMessage, GenerationRequest, PlannerBackend
 
@@ -65,8 +66,7 @@ class OpenAIConfig:
             raise ValueError(f"openai_base_url must start with http:// or https://, got {self.base_url!r}")
         if not self.api_key_env.strip():
             raise ValueError("openai_api_key_env must name an environment variable")
-        if self.timeout_s <= 0:
-            raise ValueError(f"openai_timeout_s must be > 0, got {self.timeout_s}")
+        require_positive("openai_timeout_s", self.timeout_s)
         if self.max_retries < 0:
             raise ValueError(f"openai_max_retries must be >= 0, got {self.max_retries}")
         if self.backoff_s < 0:

@@ -31,8 +31,9 @@ from emmoe_core.protocol import ACTIONS, SubtaskText, default_model
 from emmoe_core.robot.naming import FAR_THRESHOLD_M, NameResolver, ResolvedTarget
 from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_core.robot.state import ContainerState, InstanceState
+from emmoe_core.validation import require_positive
 
-from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, PlannerBackend
+from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, HistorySource, PlannerBackend
 from homiebot_planner.backends.expert import ExpertBackend, ExpertConfig, PlanNode, format_answer
 from homiebot_planner.memory import ExecutedStep
 from homiebot_planner.prompts import display_name
@@ -55,8 +56,7 @@ class OracleConfig:
     reach_m: float = FAR_THRESHOLD_M
 
     def __post_init__(self) -> None:
-        if self.reach_m <= 0:
-            raise ValueError(f"oracle reach_m must be positive, got {self.reach_m}")
+        require_positive("oracle reach_m", self.reach_m)
 
 
 class OracleBackend(PlannerBackend):
@@ -69,6 +69,7 @@ class OracleBackend(PlannerBackend):
 
     observation_mode = "images"
     needs_scene = True
+    needs_history = True
 
     def __init__(self, config: OracleConfig | None = None, alias_table: AliasTable | None = None) -> None:
         self.config = config or OracleConfig()
@@ -79,10 +80,15 @@ class OracleBackend(PlannerBackend):
         self._keypaths = ExpertBackend(ExpertConfig(source="keypath", data_dir=self.config.data_dir), self._table)
         self._started = False
         self._scene: SceneSource | None = None
+        self._history: HistorySource = lambda: ()  # until a planner attaches its memory: nothing executed yet
 
     def attach_scene(self, source: SceneSource) -> None:
         """Read the scene through `source` from now on (the planner node attaches its /sim/query_scene client)."""
         self._scene = source
+
+    def attach_history(self, source: HistorySource) -> None:
+        """Read the executed steps through `source` (the planner attaches its memory's)."""
+        self._history = source
 
     def start_episode(self, episode: EpisodeInfo) -> None:
         """Load the task's plan (info.txt) and keypaths.
@@ -102,7 +108,7 @@ class OracleBackend(PlannerBackend):
         """
         if self._scene is None:
             raise BackendError("oracle: no scene source attached (the planner node attaches /sim/query_scene)")
-        return format_answer(self.next_node(request.executed, self._scene(), request.constraints.held))
+        return format_answer(self.next_node(self._history(), self._scene(), request.constraints.held))
 
     def next_node(self, executed: Sequence[ExecutedStep], scene: SceneSnapshot, held: Sequence[str] = ()) -> PlanNode:
         """The next subtask from the state `scene` after `executed` (see the module docstring).

@@ -19,6 +19,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from emmoe_core.validation import require_positive
+
 STAGES: tuple[str, ...] = ("sft", "dpo")
 SAVE_MODES: tuple[str, ...] = ("merged", "adapter")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
@@ -126,8 +128,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.adapter_dtype not in ADAPTER_DTYPES:
             raise ValueError(f"adapter_dtype must be one of {', '.join(ADAPTER_DTYPES)}, not {self.adapter_dtype!r}")
-        if self.subtask_weight <= 0:
-            raise ValueError(f"subtask_weight must be positive, not {self.subtask_weight}")
+        require_positive("subtask_weight", self.subtask_weight)
         if self.subtask_weight != 1.0 and self.stage != "sft":
             raise ValueError("subtask_weight applies to the sft stage only")
         if self.eval_steps < 0 or self.save_steps < 0:
@@ -141,24 +142,23 @@ class TrainConfig:
             raise ValueError(f"--data {self.data}: no such folder (run `homiebot data build` first)")
         positive = ("lora_r", "lora_alpha", "learning_rate", "epochs", "batch_size", "max_length", "logging_steps")
         for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
-        if self.per_device_batch_size is not None and self.per_device_batch_size <= 0:
-            raise ValueError(f"per_device_batch_size must be positive, not {self.per_device_batch_size}")
+            require_positive(name, getattr(self, name))
+        if self.per_device_batch_size is not None:
+            require_positive("per_device_batch_size", self.per_device_batch_size)
         if not 0.0 <= self.lora_dropout < 1.0:
             raise ValueError(f"lora_dropout must be in [0, 1), not {self.lora_dropout}")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ValueError(f"warmup_ratio must be in [0, 1), not {self.warmup_ratio}")
-        if self.beta <= 0:
-            raise ValueError(f"beta must be positive, not {self.beta}")
+        require_positive("beta", self.beta)
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError(f"max_steps must be -1 (run the epochs) or positive, not {self.max_steps}")
         if self.save not in SAVE_MODES:
             raise ValueError(f"save must be one of {', '.join(SAVE_MODES)}, not {self.save!r}")
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {self.device!r}")
-        if self.weight_decay < 0 or self.max_grad_norm <= 0:
-            raise ValueError("weight_decay must be >= 0 and max_grad_norm > 0")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, not {self.weight_decay}")
+        require_positive("max_grad_norm", self.max_grad_norm)
 
     @classmethod
     def from_preset(cls, stage: str, **settings: Any) -> TrainConfig:

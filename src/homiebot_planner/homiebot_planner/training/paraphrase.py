@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from emmoe_core.validation import require_positive
+
 from homiebot_planner.training.trajectory import Trajectory, TrajectoryError, find_trajectories, read_trajectory
 
 FILE_FORMAT = "homiebot-paraphrases/1"
@@ -96,8 +98,7 @@ class ParaphraseConfig:
             raise ValueError(f"temperature must be in [0, 2], not {self.temperature}")
         if self.retries < 0:
             raise ValueError(f"retries must be >= 0, not {self.retries}")
-        if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, not {self.timeout_s}")
+        require_positive("timeout_s", self.timeout_s)
 
 
 @dataclass

@@ -22,8 +22,11 @@ navigation, 200 for the others). Physics runs in simulated time: the skills step
 backend call holds `lock`, so a bridge node sharing the backend can serve observations between control steps.
 
 The skills drive an emmoe_core.robot.interface.SimulatedRobot (a Robot plus a PrivilegedScene), so any backend that
-implements it runs them. Modules: context (settings, attempt, stepping), arm (routing, IK moves), navigate
-(standing spots, driving), pick, place, articulate (open/close), skills (PrivilegedSkills: one attempt).
+implements it runs them. Modules here: context (settings, the privileged scene on the stepped robot access),
+navigate (standing spots, driving), pick, place, articulate (open/close), skills (PrivilegedSkills: one attempt).
+Shared with the sensor-only skills, one level up in homiebot_executor.policies: attempt (the running attempt, stepping,
+the attempt wrapper), arm_motion (arm routing, IK moves), arm_ik (the IK solver), navigation (grid path planning,
+the base controller).
 """
 
 from homiebot_executor.policies.m3.context import PrivilegedConfig

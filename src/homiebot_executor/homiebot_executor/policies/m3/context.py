@@ -16,9 +16,10 @@ from emmoe_core.robot import fetch
 from emmoe_core.robot.interface import SimulatedRobot
 from emmoe_core.robot.layout import FurnitureLayout, SceneLayout
 from emmoe_core.robot.state import ContainerState, InstanceState
+from emmoe_core.validation import require_positive_fields
 
 from homiebot_executor.policies.arm_ik import IkConfig
-from homiebot_executor.policies.attempt import Progress, RobotContext, Stop
+from homiebot_executor.policies.attempt import RobotContext
 from homiebot_executor.policies.navigation import ControllerConfig
 
 # A test on arrays of world x and y: which points lie in some area.
@@ -62,10 +63,9 @@ class PrivilegedConfig:
     ik: IkConfig = field(default_factory=IkConfig)
 
     def __post_init__(self) -> None:
-        for name in ("control_period", "robot_radius", "grid_resolution", "nav_success_distance", "contact_limit",
-                     "place_success_distance", "reach", "arm_speed", "grasp_distance", "hinge_open", "slide_open"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"PrivilegedConfig.{name}: expected a positive number, got {getattr(self, name)}")
+        require_positive_fields(self, ("control_period", "robot_radius", "grid_resolution", "nav_success_distance",
+                                       "contact_limit", "place_success_distance", "reach", "arm_speed",
+                                       "grasp_distance", "hinge_open", "slide_open"))
         if self.clearance < 0:
             raise ValueError(f"PrivilegedConfig.clearance: expected >= 0, got {self.clearance}")
 

@@ -22,6 +22,7 @@ import numpy as np
 from emmoe_core.robot import fetch
 from emmoe_core.robot.interface import Robot
 from emmoe_core.robot.state import VIEWS, Observation
+from emmoe_core.validation import require_positive_fields
 from scipy.spatial import cKDTree
 
 from homiebot_executor.perception.detector import Detector, SegmentationDetector
@@ -78,10 +79,8 @@ class SensorConfig:
     ik: IkConfig = field(default_factory=IkConfig)
 
     def __post_init__(self) -> None:
-        for name in ("control_period", "contact_limit", "arm_speed", "robot_radius", "nav_success_distance",
-                     "reach", "grasp_distance", "cloud_radius", "voxel"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"SensorConfig.{name}: expected a positive number, got {getattr(self, name)}")
+        require_positive_fields(self, ("control_period", "contact_limit", "arm_speed", "robot_radius",
+                                       "nav_success_distance", "reach", "grasp_distance", "cloud_radius", "voxel"))
         if not self.views or any(view not in VIEWS for view in self.views):
             raise ValueError(f"SensorConfig.views: expected some of {', '.join(VIEWS)}, got {self.views}")
         if self.look_every < 1:
