@@ -174,17 +174,18 @@ def release_expert_length(task: Task) -> int:
 
 
 def step_error_type(step: Step) -> str | None:
-    """The error type of a failed step: from its feedback string, else its recorded error_type, else "unclassified".
+    """The error type of a failed step: its recorded error_type (the executor's, the owner), else the type its
+    feedback string reads as (release logs record no type), else "unclassified".
 
     None for a success or when the outcome was not recorded (no feedback and no error type).
     """
     if step.success:
         return None
+    if step.error_type in ERROR_CATEGORY:
+        return step.error_type
     kind = classify_feedback(step.feedback)
     if kind is not None:
         return kind
-    if step.error_type in ERROR_CATEGORY:
-        return step.error_type
     if step.feedback is None or step.feedback.strip() in ("", SUCCESS_FEEDBACK):
         return None
     return UNCLASSIFIED

@@ -122,8 +122,11 @@ def test_release_reconstruction_drops_the_last_executed_subtask(kit):
     assert (official.task_progress, official.replans, official.length) == (pytest.approx(1 / 3), 1, 2)
 
 
-def test_error_types_come_from_feedback_then_error_type_then_unclassified(kit):
-    assert step_error_type(kit.fail(1, "[Pick, apple]", "L1")) == "L1"
+def test_error_types_come_from_the_recorded_type_then_feedback_then_unclassified(kit):
+    assert step_error_type(kit.fail(1, "[Pick, apple]", "L1")) == "L1"  # a release log: no recorded type
+    # The executor's recorded type owns the fact, whatever the feedback string reads as.
+    far = kit.fail(1, "[Pick, apple]", "D1").feedback
+    assert step_error_type(Step(1, "Pick", "apple", success=False, feedback=far, error_type="E1")) == "E1"
     assert step_error_type(Step(1, "Pick", "apple", success=False, feedback="robot fell over")) == "unclassified"
     assert step_error_type(Step(1, "Pick", "apple", success=False, feedback="???", error_type="E3")) == "E3"
     assert step_error_type(Step(1, "Pick", "apple", success=False, feedback=None)) is None  # outcome not recorded
