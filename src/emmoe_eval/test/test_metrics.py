@@ -31,6 +31,16 @@ def progress(keypaths: list[tuple], steps: list[Step]) -> float:
     return KeypathMatcher("t", keypaths, NameIndex(default_alias_table())).progress(steps)
 
 
+def test_tp_of_a_run_counts_the_names_the_executor_resolved():
+    # Moved from the planner (which no longer computes task progress): the evaluator's RunScore is the only one.
+    path = keypath("[Go to, fridge]", "[Open, fridge]", "[End]")
+    steps = [Step(1, "Go to", "refrigerator", success=True), Step(2, "Open", "fridge", success=False)]
+    assert progress([path], steps) == pytest.approx(1 / 3)
+    # A written "box" that opened the fridge matches [Open, fridge].
+    resolved = [*steps, Step(3, "Open", "box", success=True, target_instance="fridge_0", target_canonical="fridge")]
+    assert progress([path], resolved) == pytest.approx(2 / 3)
+
+
 def test_tp_matches_aliases_and_ignores_case_and_underscores(kit):
     # keypath: refrigerator / red_apple / "Kitchen Counter" / sink; run: fridge / apple / kitchen_counter
     path = keypath("[Go to, refrigerator]", "[Pick, red_apple]", "[Put, apple, sink]", "[End]")

@@ -205,8 +205,7 @@ class Stack:
         if result.error_code != RunTask.Result.BUSY:
             return result, self.wait_for_score(task_id, run_index)
         score = self.wait_for_score(task_id, run_index, timeout_s)
-        return RunTask.Result(success=score.ended_with_end, episode_id=score.episode_id, steps=score.steps,
-                              task_progress=score.task_progress if score.task_known else -1.0), score
+        return RunTask.Result(success=score.ended_with_end, episode_id=score.episode_id, steps=score.steps), score
 
     def wait_for_score(self, task_id: str, run_index: int, timeout_s: float = 60.0) -> Any:
         """The evaluator's RunScore of a run the planner has ended (its last StepRecord carried the end reason).

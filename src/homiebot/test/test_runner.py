@@ -316,6 +316,6 @@ def test_a_busy_planner_means_the_run_is_under_way_and_its_score_is_its_result()
     stack.wait_for_score = lambda _task, _run, timeout_s=60.0: waits.append(timeout_s) or score
     result, scored = stack.run_and_score("99", 1, 20, 900.0)
     assert (waits, scored) == ([900.0], score)
-    assert (result.error_code, result.success, result.steps, result.task_progress) == (0, True, 10, 1.0)
+    assert (result.error_code, result.success, result.steps, scored.task_progress) == (0, True, 10, 1.0)
     stack.run_task = lambda *_args: RunTask.Result(error_code=RunTask.Result.NONE, steps=3)
     assert stack.run_and_score("99", 2, 20, 900.0)[0].steps == 3 and waits[-1] == 60.0

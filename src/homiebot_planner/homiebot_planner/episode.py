@@ -8,14 +8,10 @@ like shared/data/emmoe100_tasks.tsv). A free instruction gets a stable generated
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from emmoe_eval.dataset import SCENE_FILE, DatasetError, Keypath, find_task
-from emmoe_eval.metrics import KeypathMatcher, NameIndex
-from emmoe_core.names import default_alias_table
-from emmoe_eval.runs import Step
+from emmoe_eval.dataset import SCENE_FILE, DatasetError, find_task
 
 
 class InvalidTaskError(ValueError):
@@ -32,7 +28,6 @@ class EpisodeSpec:
         task_id: the EMMOE task id ("" for a free instruction).
         task_dir: the task's directory in the data folder, when found.
         scene_path: the task's scene.json, when it exists (the simulator is reset with it).
-        keypaths: the task's keypaths, when known (for the run's task progress).
     """
 
     episode_id: str
@@ -40,14 +35,6 @@ class EpisodeSpec:
     task_id: str = ""
     task_dir: Path | None = None
     scene_path: Path | None = None
-    keypaths: tuple[Keypath, ...] = ()
-
-    def task_progress(self, steps: Iterable[Step]) -> float:
-        """EMMOE task progress of a run's executed steps (emmoe_eval's greedy keypath match on what the executor
-        resolved each name to); -1 without keypaths."""
-        if not self.keypaths:
-            return -1.0
-        return KeypathMatcher(self.episode_id, self.keypaths, NameIndex(default_alias_table())).progress(steps)
 
 
 def free_episode_id(instruction: str) -> str:
@@ -97,7 +84,6 @@ def resolve_episode(task_id: str, instruction: str, data_dir: str = "", tasks_fi
             raise InvalidTaskError("the goal has neither a task_id nor an instruction")
         return EpisodeSpec(episode_id=free_episode_id(instruction), instruction=instruction)
     task_dir: Path | None = None
-    keypaths: tuple[Keypath, ...] = ()
     if data_dir:
         try:
             task = find_task(data_dir, task_id)
@@ -105,7 +91,6 @@ def resolve_episode(task_id: str, instruction: str, data_dir: str = "", tasks_fi
             raise InvalidTaskError(f"task {task_id}: {error}") from None
         if task is not None:
             task_dir = task.directory
-            keypaths = task.keypaths
             instruction = instruction or task.instruction
     if not instruction and tasks_file:
         instruction = read_task_list(tasks_file).get(task_id, "")
@@ -116,4 +101,4 @@ def resolve_episode(task_id: str, instruction: str, data_dir: str = "", tasks_fi
                                                               " (set data_dir or tasks_file, or give an instruction)"))
     scene = task_dir / SCENE_FILE if task_dir is not None else None
     return EpisodeSpec(episode_id=task_id, instruction=instruction, task_id=task_id, task_dir=task_dir,
-                       scene_path=scene if scene is not None and scene.is_file() else None, keypaths=keypaths)
+                       scene_path=scene if scene is not None and scene.is_file() else None)

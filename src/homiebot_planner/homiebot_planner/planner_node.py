@@ -29,8 +29,6 @@ from emmoe_core.convert import subtask_message
 from emmoe_eval.benchmark_qos import steps_qos
 from emmoe_core.robot.messages import snapshot_from_query
 from emmoe_core.robot.scene import SceneSnapshot
-from emmoe_eval.records import is_end_marker, step_from_record
-from emmoe_eval.runs import Step
 from emmoe_core.ros_helpers import CallStatus, ParameterSpec, call_service, declare_config, send_action_goal, \
     spin_node
 from emmoe_interfaces.action import ExecuteSubtask, RunTask
@@ -173,7 +171,7 @@ class PlannerNode(Node):
 
     def _finish(self, goal_handle: Any, spec: EpisodeSpec, run_index: int, planner: Planner, io: _StackIO,
                 outcome: EpisodeResult) -> RunTask.Result:
-        """Write conversation.json, settle the goal and build the result (task progress when keypaths are known)."""
+        """Write conversation.json, settle the goal and build the result (the evaluator scores the run)."""
         self._write_conversation(spec, run_index, planner)
         if outcome.end_reason is EndReason.ERROR:
             error_code = _FAULT_CODES[outcome.fault_source or FaultSource.PLANNER]
@@ -189,7 +187,6 @@ class PlannerNode(Node):
         message = outcome.message if error_code != RunTask.Result.NONE else ""
         result = _result(error_code, message, spec.episode_id, outcome.steps, success=outcome.ended_by_agent)
         result.end_reason = outcome.end_reason.value
-        result.task_progress = spec.task_progress(io.scored_steps)
         return result
 
     def _write_conversation(self, spec: EpisodeSpec, run_index: int, planner: Planner) -> None:
@@ -222,7 +219,6 @@ class _StackIO:
         self.planner = planner
         self.goal_handle = goal_handle
         self.cancel = cancel
-        self.scored_steps: list[Step] = []
 
     def _call(self, client: Any, request: Any, timeout_s: float, what: str) -> Any:
         outcome = call_service(client, request, timeout_s, cancel=self.cancel, server_wait_s=self.settings.server_wait_s)
@@ -288,12 +284,10 @@ class _StackIO:
         return execution
 
     def record(self, step: EpisodeStep) -> None:
-        """Publish the step's StepRecord on /emmoe/steps and as the goal's feedback (and keep it for the TP)."""
+        """Publish the step's StepRecord on /emmoe/steps and as the goal's feedback."""
         record = step_record(self.spec.episode_id, self.spec.instruction, self.run_index, self.node.backend.name,
                              self.planner.observation_mode, step,
                              views=step.views if self.settings.record_views else ())
-        if not is_end_marker(record):
-            self.scored_steps.append(step_from_record(record))
         record.header.stamp = self.node.get_clock().now().to_msg()
         self.node.publish_step(record)
         feedback = RunTask.Feedback()
@@ -309,7 +303,6 @@ def _result(error_code: int, message: str, episode_id: str = "", steps: int = 0,
     result.error_msg = message
     result.episode_id = episode_id
     result.steps = steps
-    result.task_progress = -1.0
     return result
 
 

@@ -193,20 +193,3 @@ def test_free_instruction_and_errors(tmp_path: Path) -> None:
     bad.write_text("1 no tab\n", encoding="utf-8")
     with pytest.raises(InvalidTaskError, match=r"bad.tsv:1: expected 'id<TAB>instruction'"):
         resolve_episode("1", "", "", str(bad))
-
-
-def test_task_progress_of_a_run(tmp_path: Path) -> None:
-    from emmoe_eval.runs import Step
-
-    directory = tmp_path / "data" / "train" / "3"
-    directory.mkdir(parents=True)
-    (directory / "info.txt").write_text("Task: t\n\nSubtask1: [End]\n", encoding="utf-8")
-    (directory / "keypath.json").write_text('[["[Go to, fridge]", "[Open, fridge]", "[End]"]]', encoding="utf-8")
-    spec = resolve_episode("3", "", str(tmp_path))
-    steps = [Step(1, "Go to", "refrigerator", success=True),
-             Step(2, "Open", "fridge", success=False)]
-    assert spec.task_progress(steps) == pytest.approx(1 / 3)
-    # The name the executor resolved counts: a written "box" that opened the fridge matches [Open, fridge].
-    resolved = [*steps, Step(3, "Open", "box", success=True, target_instance="fridge_0", target_canonical="fridge")]
-    assert spec.task_progress(resolved) == pytest.approx(2 / 3)
-    assert resolve_episode("", "free").task_progress(steps) == -1.0
