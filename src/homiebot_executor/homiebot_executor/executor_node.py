@@ -1,7 +1,7 @@
 """The /subtask action server (emmoe_interfaces/action/ExecuteSubtask): checks, routing, the attempt loop.
 
-For each goal: feedback "checking"; query the scene (/sim/query_scene); have the checks run in order (F1, F2, L1-L4,
-D1, D2) with the exact feedback strings; route the skill by the model choice (background setting by default: M3);
+For each goal: feedback "checking"; have the checks run in order (F1, F2, L1-L4, D1, D2) on one scene query, with
+the exact feedback strings; route the skill by the model choice (background setting by default: M3);
 run up to three attempts on `/skills/<server>/navigate|manipulate` (feedback "executing", attempt n; each attempt
 starts with the skill server's arm reset); classify E1/E2/E3; take the hand from the skill's result for the
 inventory (feedback "verifying"). End succeeds at once. A goal that arrives while one runs is rejected (the client
@@ -9,19 +9,21 @@ sees the rejection; `homiebot send-subtask` reports it as busy). Cancel requests
 exception escapes a callback: faults come back as INTERNAL_ERROR with error_msg.
 
 The checks: the executor asks the error-detection monitor (`/emmoe/check_subtask`, emmoe_interfaces/CheckSubtask,
-served by homiebot_executor.monitor_node; the request goes out before the executor reads the scene for itself, so
-both run at once), which also publishes a failed check on /emmoe/errors. When the monitor is unavailable (not
-discovered within monitor_wait_s; after that it is not waited for again until it reappears), gives no answer within
-check_timeout_s, or cannot check (INTERNAL_ERROR), the executor runs the same check core itself
-(homiebot_executor.monitor.ErrorMonitor), says "checked by the executor (<reason>)" in the result's error_msg, and
+served by homiebot_executor.monitor_node), which queries the scene, also publishes a failed check on /emmoe/errors,
+and answers with everything the skill goal, the resolved identity and the inventory's names need (instances,
+canonical entries, navigation kind, the hand): the executor does not query the scene itself then. When the monitor
+is unavailable (not discovered within monitor_wait_s; after that it is not waited for again until it reappears),
+gives no answer within check_timeout_s, or cannot check (INTERNAL_ERROR), the executor queries /sim/query_scene once
+and runs the same check core itself (homiebot_executor.monitor.ErrorMonitor), says "checked by the executor (<reason>)" in the result's error_msg, and
 publishes a failed check on /emmoe/errors itself. It logs a warning the first time for a reason (a missing monitor
 stays missing for many goals: one warning, not one per goal; the later goals are logged at debug level) and again
 after the monitor has answered in between. Execution errors (E1-E3) and faults are published on /emmoe/errors
 (emmoe_interfaces/ExecutionError, source "execution") by the executor.
 
 Parameters (ExecutorConfig's fields, emmoe_core.ros_helpers.declare_config): check_order ("spec" | "release"),
-far_threshold, near_threshold, feedback_style, check_model (used by the fallback checks; give the monitor the same),
-max_attempts, put_retries ("paper" | "release"), routing ("background" | "model"), model_mismatch ("fallback" |
+feedback_style, check_model, hand_source (used by the fallback checks; give the monitor the same; the fallback's
+distance thresholds are the benchmark's, emmoe_core.robot.naming: the monitor's far_threshold and near_threshold are
+the only ones to set), max_attempts, put_retries ("paper" | "release"), routing ("background" | "model"), model_mismatch ("fallback" |
 "strict"), service_timeout_s, skill_timeout_s, server_wait_s, check_timeout_s, monitor_wait_s. Run:
 `ros2 run homiebot_executor executor_node` or `python -m homiebot_executor.executor_node`; it prints
 "homiebot_executor ready".
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -72,7 +73,9 @@ from homiebot_executor.subtask import (
 
 READY_LINE = "homiebot_executor ready"
 # The config fields whose parameter is not named like the field, or that are not parameters.
+# The distance thresholds are the monitor's parameters only (one owner); the fallback checks use the benchmark's.
 PARAMETER_NAMES: dict[str, str | None] = {"checks.order": "check_order", "checks.enclosed_canonicals": None,
+                                          "checks.far_threshold": None, "checks.near_threshold": None,
                                           "routing.setting": "routing", "routing.mismatch": "model_mismatch"}
 # Result codes not published on /emmoe/errors by the executor: success, a cancel, and the checks (their checker does).
 _NOT_EXECUTION_ERRORS = (NONE, CANCELED, *CheckConfig().sequence)
@@ -83,7 +86,7 @@ class ExecutorConfig:
     """Settings of the executor node.
 
     Attributes:
-        checks: check order and thresholds.
+        checks: the fallback checks' settings (the distance thresholds are not parameters: see PARAMETER_NAMES).
         execution: attempts and Put retry mode.
         routing: model routing.
         service_timeout_s: seconds to wait for /sim/query_scene.
@@ -173,34 +176,34 @@ class ExecutorNode(Node):
         return result
 
     # ---- checks ------------------------------------------------------------------------------------------------
-    def _check(self, request: SubtaskText, inventory: tuple[str, ...]) -> Callable[[SceneSnapshot], CheckVerdict]:
-        """Ask the monitor now; the returned function waits for its verdict, or runs the local check core on the
-        executor's snapshot when the monitor cannot give one (see the module docstring)."""
-        reason = self._unavailable_reason()
-        pending = None if reason else self._monitor.call_async(messages.check_request(request, inventory))
+    def _check(self, request: SubtaskText, inventory: tuple[str, ...]) -> CheckVerdict:
+        """The monitor's verdict, or the local check core's on one scene query of the executor's when the monitor
+        cannot give one (see the module docstring).
 
-        def verdict(snapshot: SceneSnapshot) -> CheckVerdict:
-            why = reason
-            if pending is not None:
-                answered = wait_for_future(pending, self.config.check_timeout_s) is WaitStatus.DONE
-                response = pending.result() if answered else None
-                if response is None:
-                    self._monitor.remove_pending_request(pending)
-                    why = f"{CHECK_SERVICE} gave no answer within {self.config.check_timeout_s:g} s"
-                elif response.error_code == messages.EXECUTE_CODES[FAULT]:
-                    why = f"{CHECK_SERVICE} could not check: {response.error_msg}"
-                else:
-                    if self._fallback_reason:
-                        self.get_logger().info(f"{CHECK_SERVICE} checks the goals again")
-                        self._fallback_reason = ""
-                    return messages.verdict_from_check(response)
-            return self._check_locally(request, inventory, snapshot, why)
+        Raises:
+            SceneUnavailable: the fallback could not read the scene.
+        """
+        why = self._unavailable_reason()
+        if not why:
+            pending = self._monitor.call_async(messages.check_request(request, inventory))
+            answered = wait_for_future(pending, self.config.check_timeout_s) is WaitStatus.DONE
+            response = pending.result() if answered else None
+            if response is None:
+                self._monitor.remove_pending_request(pending)
+                why = f"{CHECK_SERVICE} gave no answer within {self.config.check_timeout_s:g} s"
+            elif response.error_code == messages.EXECUTE_CODES[FAULT]:
+                why = f"{CHECK_SERVICE} could not check: {response.error_msg}"
+            else:
+                if self._fallback_reason:
+                    self.get_logger().info(f"{CHECK_SERVICE} checks the goals again")
+                    self._fallback_reason = ""
+                return messages.verdict_from_check(response)
+        return self._check_locally(request, inventory, why)
 
-        return verdict
-
-    def _check_locally(self, request: SubtaskText, inventory: tuple[str, ...], snapshot: SceneSnapshot,
-                       reason: str) -> CheckVerdict:
-        """The fallback: the same check core here; logged, noted in the result, a failure published."""
+    def _check_locally(self, request: SubtaskText, inventory: tuple[str, ...], reason: str) -> CheckVerdict:
+        """The fallback: the same check core here on the executor's own scene query; logged, noted in the result, a
+        failure published."""
+        snapshot = self._snapshot()
         note = f"checked by the executor ({reason})"
         if reason != self._fallback_reason:  # goals run one at a time (_busy): no lock needed
             self._fallback_reason = reason

@@ -40,6 +40,9 @@ def check_response(verdict: CheckVerdict, response: CheckSubtask.Response) -> Ch
     response.error_msg = verdict.detail
     response.resolved_target, response.resolved_place = verdict.target, verdict.place
     response.distance = float(verdict.distance)
+    response.target_canonical, response.place_canonical = verdict.target_canonical, verdict.place_canonical
+    response.target_kind = verdict.target_kind
+    response.held_object, response.held_canonical = verdict.held, verdict.held_canonical
     return response
 
 
@@ -56,7 +59,9 @@ def verdict_from_check(response: CheckSubtask.Response) -> CheckVerdict:
     """The verdict a /emmoe/check_subtask response carries (not for INTERNAL_ERROR responses)."""
     if response.passed:
         return CheckVerdict(target=response.resolved_target, place=response.resolved_place,
-                            distance=float(response.distance))
+                            distance=float(response.distance), target_canonical=response.target_canonical,
+                            place_canonical=response.place_canonical, target_kind=response.target_kind,
+                            held=response.held_object, held_canonical=response.held_canonical)
     return CheckVerdict(response.error_type, response.feedback, response.error_msg, distance=float(response.distance))
 
 

@@ -1,8 +1,8 @@
 """The error-detection monitor's core: the checks before execution and the watch during and after it.
 
 `ErrorMonitor.verdict` runs the benchmark's checks (homiebot_executor.checks) on a scene snapshot and answers what
-/emmoe/check_subtask answers (`CheckVerdict`: pass or the failed check with its exact feedback, and the instance
-names the skill will act on); `ExecutionWatcher` follows one execution sample by sample (the held object, contact
+/emmoe/check_subtask answers (`CheckVerdict`: pass or the failed check with its exact feedback, and on a pass what
+the executor needs from the scene: the instances the skill will act on, their canonical entries and the hand); `ExecutionWatcher` follows one execution sample by sample (the held object, contact
 forces, the step budget) and reports incidents: the object left the gripper when it should not have, the robot
 pressed against something harder than the contact limit (5 N in the release), the step budget ran out. The skill
 policies feed it every control step in simulated time; the monitor node feeds it /sim/query_scene samples while a
@@ -92,6 +92,11 @@ class CheckVerdict:
         distance: planar distance from the robot to the checked target (metres); -1 when it was not resolved.
         note: how the verdict was reached when it matters, e.g. "checked by the executor (...)" when the monitor
             was unavailable ("" otherwise).
+        target_canonical: the alias-table canonical entry of `target` ("" when empty or unknown).
+        place_canonical: the canonical entry of `place`.
+        target_kind: "object" when `target` is a movable object, "place" otherwise (a Go to's navigation kind).
+        held: the object in the gripper when the checks ran ("" empty).
+        held_canonical: the canonical entry of `held`.
     """
 
     error_type: str = ""
@@ -101,11 +106,21 @@ class CheckVerdict:
     place: str = ""
     distance: float = -1.0
     note: str = ""
+    target_canonical: str = ""
+    place_canonical: str = ""
+    target_kind: str = "place"
+    held: str = ""
+    held_canonical: str = ""
 
     @property
     def passed(self) -> bool:
         """Whether every check passed."""
         return not self.error_type
+
+    def canonical_of(self, name: str) -> str | None:
+        """The canonical entry of an instance the verdict names (target, place or held object); None for another."""
+        known = {self.held: self.held_canonical, self.place: self.place_canonical, self.target: self.target_canonical}
+        return known.get(name) if name else None
 
 
 class ErrorMonitor:
@@ -145,16 +160,34 @@ class ErrorMonitor:
             return CheckVerdict("E2", feedback_for("E2", request.action), f"the planner's inventory is "
                                 f"{held_names(inventory or ())} but the gripper is empty", distance=distance)
         if skill == "put":
-            return CheckVerdict(target=snapshot.held_object, place=resolved.name, distance=distance)
+            return passed_verdict(snapshot, snapshot.held_object, resolved.name, distance)
         if skill in ("open", "close") and resolved.container is not None:
-            return CheckVerdict(target=resolved.container.name, distance=distance)
-        return CheckVerdict(target=resolved.name, distance=distance)
+            return passed_verdict(snapshot, resolved.container.name, "", distance)
+        return passed_verdict(snapshot, resolved.name, "", distance)
 
     @staticmethod
     def report(request: SubtaskText, error_type: str, feedback: str, detail: str = "",
                source: str = "check", attempt: int = 0) -> ErrorReport:
         """An error report for a failed check or execution."""
         return ErrorReport(request, error_type, feedback, detail, source, attempt)
+
+
+def passed_verdict(snapshot: SceneSnapshot, target: str, place: str, distance: float) -> CheckVerdict:
+    """A pass for `target` (and a Put's `place`) with what the executor needs from the snapshot: the canonical
+    entries, the navigation kind of the target and the hand."""
+    item = snapshot.object(target)
+    return CheckVerdict(target=target, place=place, distance=distance, target_canonical=_canonical(snapshot, target),
+                        place_canonical=_canonical(snapshot, place),
+                        target_kind="object" if item is not None and item.kind == "object" else "place",
+                        held=snapshot.held_object, held_canonical=snapshot.held_canonical())
+
+
+def _canonical(snapshot: SceneSnapshot, name: str) -> str:
+    """The canonical entry of an instance or articulated part ("" when the name is empty or unknown)."""
+    if not name:
+        return ""
+    item = snapshot.object(name) or snapshot.container(name)
+    return item.canonical if item is not None else ""
 
 
 def inventory_mismatch(inventory: Sequence[str], snapshot: SceneSnapshot) -> str:

@@ -2,7 +2,9 @@
 
 - Check: serves `/emmoe/check_subtask` (emmoe_interfaces/CheckSubtask). It reads the scene (/sim/query_scene), runs
   the benchmark's checks in order (F1, F2, L1-L4, D1, D2; homiebot_executor.monitor.ErrorMonitor) and answers pass
-  (with the instances the skill will act on) or the failed check with its exact feedback string. A failed check is
+  (with the instances the skill will act on, their canonical entries, the target's navigation kind and the hand:
+  the executor builds the goal from the answer, without a scene query of its own) or the failed check with its exact
+  feedback string. A failed check is
   published on `/emmoe/errors`. A scene that cannot be read gives INTERNAL_ERROR (the executor then checks itself).
   The executor asks before every subtask but End.
 - Watch: while a /subtask goal executes (its status on the standard `/subtask/_action/status` topic), the monitor
@@ -14,7 +16,8 @@
 
 Errors go out as emmoe_interfaces/ExecutionError; the executor publishes execution errors (E1-E3) on the same topic.
 Parameters (MonitorConfig's fields): watch_period_s, contact_limit, timeout_s, scene_timeout_s, and the checks'
-check_order, far_threshold, near_threshold, feedback_style, check_model (give the executor the same). Run:
+far_threshold and near_threshold (the only distance thresholds to set: the executor's fallback checks use the
+benchmark's), check_order, feedback_style, check_model, hand_source (give the executor the same). Run:
 `python -m homiebot_executor.monitor_node`; it prints "emmoe monitor ready".
 
 No callback blocks: the check is a coroutine that awaits its scene query (with a time-out timer), and the samples
@@ -65,7 +68,8 @@ class MonitorConfig:
         contact_limit: contact force (N) above which the watch reports an incident.
         timeout_s: a goal running longer than this is reported.
         scene_timeout_s: seconds to wait for /sim/query_scene during a check (for its discovery, then its answer).
-        checks: check order and thresholds (give the executor the same).
+        checks: check order and distance thresholds (the thresholds are this node's alone; give the executor the
+            same order, feedback style, model check and hand source).
     """
 
     watch_period_s: float = 0.2

@@ -1,19 +1,20 @@
 """One EMMOE subtask from the planner's words to its result, independent of ROS.
 
-`SubtaskExecutor.execute` does what /subtask does: feedback "checking"; the scene; the checks in order (F1, F2,
-L1-L4, D1, D2) with the exact feedback strings; the skill goal for the instances the checks resolved; routing by the
-model choice; up to three attempts (feedback "executing", attempt n; each attempt begins with the skill's arm
-reset); E1/E2/E3; feedback "verifying"; the inventory after the step. End succeeds at once. The scene, the checker,
-the skill runner and the feedback sink are injected: the executor node passes ROS calls (the checker asks the
-monitor node, falling back to the local check core), tests and benchmarks pass the backend and the local check core
-(homiebot_executor.monitor.ErrorMonitor, the default checker) directly.
+`SubtaskExecutor.execute` does what /subtask does: feedback "checking"; the checks in order (F1, F2, L1-L4, D1, D2)
+on one scene snapshot, with the exact feedback strings; the skill goal for the instances the checks resolved;
+routing by the model choice; up to three attempts (feedback "executing", attempt n; each attempt begins with the
+skill's arm reset); E1/E2/E3; feedback "verifying"; the inventory after the step. End succeeds at once. The verdict
+is the one owner of what the checks read from the scene (the instances, their canonical entries, the hand): the
+executor does not read the scene again for the goal, the resolved identity or the inventory's names. The scene, the
+checker, the skill runner and the feedback sink are injected: the executor node passes ROS calls (the checker asks
+the monitor node, falling back to the local check core on one scene query of its own), tests and benchmarks pass the
+backend and the local check core (homiebot_executor.monitor.ErrorMonitor on `scene()`, the default checker).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 from emmoe_core.protocol import SubtaskText
 from emmoe_core.robot.scene import SceneSnapshot
@@ -29,9 +30,8 @@ NONE, CANCELED, INTERNAL_ERROR = "NONE", "CANCELED", "INTERNAL_ERROR"
 
 Feedback = Callable[[str, int, str], None]
 SkillCall = Callable[[Route, SkillGoal, int], SkillOutcome]
-# checker(request, planner's inventory) starts the checks and returns what finishes them: called with the executor's
-# own scene snapshot it gives the verdict (a remote checker works while the executor reads the scene).
-Checker = Callable[[SubtaskText, tuple[str, ...]], Callable[[SceneSnapshot], CheckVerdict]]
+# checker(request, planner's inventory) runs the checks on one scene snapshot (its own) and gives the verdict.
+Checker = Callable[[SubtaskText, tuple[str, ...]], CheckVerdict]
 
 
 @dataclass(frozen=True)
@@ -47,18 +47,9 @@ class ResolvedIdentity:
     place_canonical: str = ""
 
     @classmethod
-    def of(cls, verdict: CheckVerdict, snapshot: SceneSnapshot) -> ResolvedIdentity:
-        """The identity of a verdict's target and place in the snapshot."""
-        return cls(verdict.target, _canonical(snapshot, verdict.target), verdict.place,
-                   _canonical(snapshot, verdict.place))
-
-
-def _canonical(snapshot: SceneSnapshot, name: str) -> str:
-    """The canonical entry of an instance or articulated part ("" when the name is empty or unknown)."""
-    if not name:
-        return ""
-    item = snapshot.object(name) or snapshot.container(name)
-    return item.canonical if item is not None else ""
+    def of(cls, verdict: CheckVerdict) -> ResolvedIdentity:
+        """The identity of a verdict's target and place."""
+        return cls(verdict.target, verdict.target_canonical, verdict.place, verdict.place_canonical)
 
 
 @dataclass(frozen=True)
@@ -109,13 +100,12 @@ class SubtaskExecutor:
                  config: SubtaskConfig | None = None, checker: Checker | None = None) -> None:
         """`scene()` reads the current scene (raising SceneUnavailable); `run_skill(route, goal, attempt)` runs one
         attempt on the routed server; `checker` runs the checks (see Checker; default: the local check core,
-        `self.monitor`, on the executor's snapshot)."""
+        `self.monitor`, on `scene()`)."""
         self.config = config or SubtaskConfig()
         self.monitor = ErrorMonitor(self.config.checks)
         self._scene = scene
         self._run_skill = run_skill
-        self._check = checker or (lambda request, inventory: partial(self.monitor.verdict, request,
-                                                                     inventory=inventory))
+        self._check = checker or (lambda request, inventory: self.monitor.verdict(request, self._scene(), inventory))
 
     def execute(self, request: SubtaskText, inventory: list[str] | tuple[str, ...] = (),
                 feedback: Feedback = lambda phase, attempt, status: None,
@@ -133,17 +123,15 @@ class SubtaskExecutor:
         feedback("checking", 0, f"{text} ({request.model})" if request.model else text)
         if request.verb == "end":
             return SubtaskResult(True, NONE, "None", "", before)
-        finish_check = self._check(request, before)
-        snapshot = self._scene()
-        verdict = finish_check(snapshot)
+        verdict = self._check(request, before)
         note = verdict.note
         if not verdict.passed:
             return SubtaskResult(False, verdict.error_type, verdict.feedback, _joined(verdict.detail, note), before)
         if not verdict.target:
             return SubtaskResult(False, INTERNAL_ERROR, "", _joined("the checks passed without a resolved target",
                                                                    note), before)
-        goal = self.skill_goal(request, verdict, snapshot)
-        resolved = ResolvedIdentity.of(verdict, snapshot)
+        goal = self.skill_goal(request, verdict)
+        resolved = ResolvedIdentity.of(verdict)
         chosen = route(request.routed_model, goal.skill, goal.target_kind, self.config.routing)
         execution = run_attempts(
             request.action, goal, lambda skill_goal, attempt: self._run_skill(chosen, skill_goal, attempt),
@@ -153,9 +141,8 @@ class SubtaskExecutor:
         if not execution.canceled and not execution.fault:
             feedback("verifying", len(execution.attempts), execution.detail)
         held = self._hand_after(execution.attempts)
-        held_info = snapshot.object(held) if held else None
-        canonical = held_info.canonical if held_info is not None else ""
-        inventory = tuple(inventory_after(held, canonical, before, request.action, request.target))
+        inventory = tuple(inventory_after(held, self._canonical_of(held, verdict), before, request.action,
+                                          request.target))
         if execution.canceled:
             return SubtaskResult(False, CANCELED, "", _joined(execution.detail, note), inventory, execution.attempts,
                                  resolved)
@@ -175,15 +162,24 @@ class SubtaskExecutor:
             return last.held_object
         return self._scene().held_object
 
+    def _canonical_of(self, held: str, verdict: CheckVerdict) -> str:
+        """The canonical entry of the object held after the step: from the verdict when it names that object (the
+        target, or what was held already), else read from the scene (a skill that grasped something else)."""
+        if not held:
+            return ""
+        known = verdict.canonical_of(held)
+        if known is not None:
+            return known
+        item = self._scene().object(held)
+        return item.canonical if item is not None else ""
+
     @staticmethod
-    def skill_goal(request: SubtaskText, verdict: CheckVerdict, snapshot: SceneSnapshot) -> SkillGoal:
+    def skill_goal(request: SubtaskText, verdict: CheckVerdict) -> SkillGoal:
         """The skill goal for a request that passed the checks: the instances the checks resolved for the skill,
         the planner's words for policies that take an instruction."""
         skill = SKILL_OF_ACTION[request.verb]
         if skill == "navigate":
-            goal = snapshot.object(verdict.target)
-            kind = "object" if goal is not None and goal.kind == "object" else "place"
-            return SkillGoal("navigate", verdict.target, target_kind=kind,
+            return SkillGoal("navigate", verdict.target, target_kind=verdict.target_kind,
                              instruction=instruction_for("navigate", request.target))
         if skill == "put":
             written = request.target if request.place else verdict.target

@@ -138,10 +138,10 @@ def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_ki
         goals.append(goal)
         return SkillOutcome(SkillStatus.SUCCEEDED, held_object="")
 
-    def lenient(request, inventory):  # a checker with other thresholds than the local core
+    def lenient(request, inventory):  # a checker with other thresholds than the local core, on its own snapshot
         seen.append((request.target, inventory))
-        return lambda snapshot: CheckVerdict(target="sofa_0", distance=snapshot.object("sofa_0").distance,
-                                             note="checked by a test")
+        return CheckVerdict(target="sofa_0", distance=make_kitchen().object("sofa_0").distance,
+                            note="checked by a test")
 
     executor = SubtaskExecutor(lambda: make_kitchen(), run, checker=lenient)
     result = executor.execute(SubtaskText("Pick", "sofa", "", "RT-1-X"), ["nothing"])
@@ -149,8 +149,7 @@ def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_ki
     assert [(goal.skill, goal.target) for goal in goals] == [("pick", "sofa_0")] and seen == [("sofa", ("nothing",))]
 
     def strict(request, inventory):
-        return lambda snapshot: CheckVerdict("D1", "Unable to pick, the target is far away", "sofa_0 is 6.00 m away",
-                                             note="why")
+        return CheckVerdict("D1", "Unable to pick, the target is far away", "sofa_0 is 6.00 m away", note="why")
 
     refused = SubtaskExecutor(lambda: make_kitchen(), run, checker=strict).execute(
         SubtaskText("Pick", "sofa", "", "RT-1-X"))
@@ -159,3 +158,44 @@ def test_the_subtask_executor_acts_on_its_checker_and_passes_the_note_on(make_ki
     assert len(goals) == 1
     local = SubtaskExecutor(lambda: make_kitchen(), run).execute(SubtaskText("Pick", "sofa", "", "RT-1-X"))
     assert (local.code, local.detail) == ("D1", "sofa_0 is 6.00 m away (limit 2 m)")
+
+
+def test_when_the_checker_answered_the_executor_reads_no_scene(make_kitchen):
+    from emmoe_core.protocol import SubtaskText
+    from homiebot_executor.monitor import ErrorMonitor
+    from homiebot_executor.subtask import SubtaskExecutor
+
+    reads: list[str] = []
+    goals: list[SkillGoal] = []
+    holding = make_kitchen(held="apple_0")
+
+    def scene():
+        reads.append("scene")
+        return holding
+
+    def answer(request, inventory):  # the monitor's answer: the checks on its own snapshot
+        return ErrorMonitor().verdict(request, holding, inventory)
+
+    def run(route, goal, attempt):
+        goals.append(goal)
+        return SkillOutcome(SkillStatus.SUCCEEDED, held_object="apple_0")
+
+    executor = SubtaskExecutor(scene, run, checker=answer)
+    walked = executor.execute(SubtaskText("Go to", "bowl", "", "NoMaD"), ["red_apple"])
+    # The goal's kind, the resolved identity and the inventory's name (the held apple's) all come from the answer.
+    assert (goals[0].target, goals[0].target_kind) == ("bowl_0", "object")
+    assert (walked.resolved.target_canonical, walked.inventory) == ("024_bowl", ("red_apple",))
+    put = executor.execute(SubtaskText("Put", "apple", "brown_table", "RT-1-X"), ["apple"])
+    assert (put.resolved.target_canonical, put.resolved.place_canonical) == ("013_apple", "frl_apartment_table_01")
+    assert put.inventory == ("apple",) and reads == []
+    # A skill that grasped something the answer does not name: the scene is read once, after the step.
+    grabbed = SubtaskExecutor(lambda: reads.append("scene") or make_kitchen(held="bowl_0"),
+                              lambda route, goal, attempt: SkillOutcome(SkillStatus.SUCCEEDED, held_object="bowl_0"),
+                              checker=lambda request, inventory: ErrorMonitor().verdict(request, make_kitchen(),
+                                                                                        inventory))
+    assert grabbed.execute(SubtaskText("Pick", "apple", "", "RT-1-X")).inventory == ("024_bowl",)
+    assert reads == ["scene"]
+    # Without a checker the local core checks on one scene read.
+    reads.clear()
+    assert SubtaskExecutor(scene, run).execute(SubtaskText("Go to", "sofa", "", "NoMaD"), ["apple"]).success
+    assert reads == ["scene"]

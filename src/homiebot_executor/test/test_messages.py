@@ -48,11 +48,14 @@ def test_check_service_messages_round_trip():
 
     request = messages.check_request(SubtaskText("Put", "apple", "brown_table", "RT-1-X"), ("apple",))
     assert (request.subtask.place, list(request.inventory)) == ("brown_table", ["apple"])
-    passed = messages.check_response(CheckVerdict(target="apple_0", place="brown_table_0", distance=1.1),
-                                     CheckSubtask.Response())
+    verdict = CheckVerdict(target="apple_0", place="brown_table_0", distance=1.1, target_canonical="013_apple",
+                           place_canonical="frl_apartment_table_01", target_kind="object", held="apple_0",
+                           held_canonical="013_apple")
+    passed = messages.check_response(verdict, CheckSubtask.Response())
     assert (passed.passed, passed.error_code, passed.feedback, passed.resolved_place) == (True, 0, "None",
                                                                                          "brown_table_0")
-    assert messages.verdict_from_check(passed) == CheckVerdict(target="apple_0", place="brown_table_0", distance=1.1)
+    # A pass carries everything the executor reads from the scene: the verdict survives the round trip whole.
+    assert messages.verdict_from_check(passed) == verdict
     failed = messages.check_response(CheckVerdict("L3", "Unable to put, the fridge is closed, you should open it "
                                                         "first", "door shut", distance=1.4), CheckSubtask.Response())
     assert (failed.passed, failed.error_code, failed.error_msg) == (False, ExecuteSubtask.Result.L3, "door shut")

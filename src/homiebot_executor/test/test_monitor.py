@@ -59,6 +59,23 @@ def test_verdicts_name_the_instances_the_skill_acts_on(make_kitchen):
         assert verdict.distance >= 0 and verdict.note == ""
 
 
+def test_a_pass_carries_what_the_executor_needs_from_the_scene(make_kitchen):
+    monitor = ErrorMonitor()
+    put = monitor.verdict(SubtaskText("Put", "apple", "brown_table", "RT-1-X"), make_kitchen(held="apple_0"))
+    assert (put.target_canonical, put.place_canonical, put.held, put.held_canonical) == \
+        ("013_apple", "frl_apartment_table_01", "apple_0", "013_apple")
+    assert (put.canonical_of("apple_0"), put.canonical_of("brown_table_0"), put.canonical_of("bowl_0")) == \
+        ("013_apple", "frl_apartment_table_01", None)
+    opened = monitor.verdict(SubtaskText("Open", "fridge", "", "octo"), make_kitchen(robot=(0.0, 0.5)))
+    assert (opened.target, opened.target_canonical, opened.held, opened.held_canonical) == \
+        ("fridge_0_door", "fridge", "", "")
+    # A Go to navigates to an object ("object") or to furniture ("place").
+    kinds = [monitor.verdict(SubtaskText("Go to", target, "", "NoMaD"), make_kitchen()).target_kind
+             for target in ("apple", "sofa")]
+    assert kinds == ["object", "place"]
+    assert monitor.verdict(SubtaskText("Pick", "sofa", "", "RT-1-X"), make_kitchen()).target_canonical == ""
+
+
 def test_failed_verdicts_carry_the_feedback_and_quote_a_disagreeing_inventory(make_kitchen):
     monitor = ErrorMonitor()
     far = monitor.verdict(SubtaskText("Pick", "sofa", "", "RT-1-X"), make_kitchen())

@@ -87,7 +87,7 @@ class PlannerParameters:
     expert_source: str = "info"
     expert_plan: tuple[str, ...] = ()
     # oracle (the re-planning expert, training and evaluation only): targets farther than this are walked up to
-    # (the executor's D1 limit, far_threshold; set both together).
+    # (the monitor's D1 limit, far_threshold; set both together).
     oracle_reach_m: float = FAR_THRESHOLD_M
     # On-policy collection: with a rows folder, the backend above is the student and the oracle answers every step
     # too (its answer executed with probability dagger_beta); rows land in <dagger_rows_dir>/<episode>__<run>.jsonl.
