@@ -326,6 +326,21 @@ def test_executors_stop_within_two_seconds_of_sigint_after_a_soak(ros_node_facto
         spinner.shutdown()
 
 
+def test_the_distance_thresholds_are_the_monitors_parameters_only(ros_context):
+    """One owner: the monitor declares far_threshold and near_threshold; the executor's fallback checks use the
+    benchmark's (2 m, 0.1 m) and declare neither."""
+    executor = ExecutorNode(context=ros_context)
+    monitor = MonitorNode(context=ros_context)
+    try:
+        assert monitor.has_parameter("far_threshold") and monitor.has_parameter("near_threshold")
+        assert not executor.has_parameter("far_threshold") and not executor.has_parameter("near_threshold")
+        assert (executor.config.checks.far_threshold, executor.config.checks.near_threshold) == (2.0, 0.1)
+        assert executor.has_parameter("check_order")  # the other check settings stay the executor's too
+    finally:
+        executor.destroy_node()
+        monitor.destroy_node()
+
+
 def test_the_executor_consults_a_monitor_in_another_process(ros_context, ros_process, static_scene):
     """The monitor process checks with a 10 m far threshold, the executor's own checks with 2 m: a far Pick runs
     while the monitor answers, and is refused with D1 by the fallback once the monitor is gone."""
