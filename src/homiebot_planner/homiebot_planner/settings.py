@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from emmoe_core.robot.naming import FAR_THRESHOLD_M
+from emmoe_core.validation import require_positive_fields
 
 from homiebot_planner.backends import (
     BACKEND_KINDS,
@@ -31,93 +31,6 @@ AUTO = "auto"
 TRI_STATE = (AUTO, "true", "false")
 # Parameters declared with dynamic typing: a string ("auto", "none") or a bool/number given on the command line.
 DYNAMIC_TYPED_PARAMETERS = ("in_context_example", "constrained_decoding", "temperature", "max_new_tokens")
-
-
-@dataclass(frozen=True)
-class PlannerParameters:
-    """Every ROS parameter of the planner node, with its default (what `--set planner.NAME=VALUE`, `-p NAME:=VALUE`
-    and the `planner` section of a parameter file set). "auto" values are resolved by `resolve_auto`."""
-
-    # Which backend plans: homiebot (the trained default), smollm2 (untuned), mock, expert, oracle, openai, hf or
-    # random.
-    backend: str = "homiebot"
-    # The planning loop (EMMOE defaults).
-    max_steps: int = 20
-    max_samples: int = 5
-    # 0: the release sends no conversation history (3 is its defined but unused window).
-    history_window: int = 0
-    request_variant: str = "live"
-    # The tri-states "auto", "true" or "false" (a bool from the command line).
-    in_context_example: str | bool = AUTO
-    # "auto" or a value: parser "release", "release_bracket" or "strict"; temperature "none" or a number;
-    # max_new_tokens a whole number.
-    parser: str = AUTO
-    temperature: str | float = AUTO
-    max_new_tokens: str | int = AUTO
-    require_valid: bool = False
-    release_image_order: bool = False
-    hand_rules: bool = True
-    object_rules: bool = True
-    no_repeat: bool = True
-    # Text observations: where each visible small object rests (`apple (on sofa)`).
-    object_locations: bool = True
-    # Constrained decoding for local backends (a tri-state).
-    constrained_decoding: str | bool = AUTO
-    # What constrained decoding may name: auto, visible or vocabulary.
-    target_names: str = AUTO
-    analysis_max_tokens: int = 48
-    # Local backends: reuse the prompt's constant start and walk the token trie (false: the plain generate() path).
-    prefix_cache: bool = True
-    # The ROS side of a run (NodeConfig).
-    executor_timeout_s: float = 300.0
-    observation_timeout_s: float = 30.0
-    reset_timeout_s: float = 120.0
-    server_wait_s: float = 10.0
-    data_dir: str = ""
-    tasks_file: str = ""
-    reset_simulator: bool = True
-    conversation_dir: str = ""
-    record_views: bool = True
-    # mock (empty entries of the string arrays are dropped: a parameter file needs [""] for an empty list)
-    mock_outputs: tuple[str, ...] = ()
-    mock_file: str = ""
-    mock_observation_mode: str = "images"
-    # expert: "info" replays the successful subtasks of the task's info.txt (the annotated trajectory; the default),
-    # "keypath" follows keypath.json, "replay" every info.txt block, failures included (homiebot collect), "plan".
-    expert_source: str = "info"
-    expert_plan: tuple[str, ...] = ()
-    # oracle (the re-planning expert, training and evaluation only): targets farther than this are walked up to
-    # (the monitor's D1 limit, far_threshold; set both together).
-    oracle_reach_m: float = FAR_THRESHOLD_M
-    # On-policy collection: with a rows folder, the backend above is the student and the oracle answers every step
-    # too (its answer executed with probability dagger_beta); rows land in <dagger_rows_dir>/<episode>__<run>.jsonl.
-    dagger_rows_dir: str = ""
-    dagger_beta: float = 0.0
-    dagger_seed: int = 0
-    # openai
-    openai_model: str = "gpt-4o"
-    openai_base_url: str = "https://api.openai.com/v1"
-    openai_api_key_env: str = "OPENAI_API_KEY"
-    openai_timeout_s: float = 60.0
-    openai_max_retries: int = 3
-    openai_backoff_s: float = 1.0
-    openai_send_images: bool = True
-    openai_text_first: bool = False
-    # hf (device, dtype and observation mode "auto" are resolved by the hf backend against the loaded checkpoint)
-    hf_model_path: str = ""
-    hf_base_model_path: str = ""
-    hf_load_in_4bit: bool = False
-    hf_device: str = "cpu"
-    hf_dtype: str = AUTO
-    hf_observation_mode: str = AUTO
-    hf_trust_remote_code: bool = False
-    # random (the random-valid-action baseline)
-    random_seed: int = 0
-    random_end_probability: float = 0.05
-    # smollm2 and homiebot (HomieBot-135M: smollm2 with the trained adapter; "" = the shipped one, see resolve_auto)
-    smollm2_cache_dir: str = ""
-    homiebot_adapter_dir: str = ""
-    num_threads: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,9 +64,94 @@ class NodeConfig:
     def __post_init__(self) -> None:
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
-        for name in ("executor_timeout_s", "observation_timeout_s", "reset_timeout_s", "server_wait_s"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        require_positive_fields(self, ("executor_timeout_s", "observation_timeout_s", "reset_timeout_s", "server_wait_s"))
+
+
+@dataclass(frozen=True)
+class PlannerParameters:
+    """Every ROS parameter of the planner node, with its default (what `--set planner.NAME=VALUE`, `-p NAME:=VALUE`
+    and the `planner` section of a parameter file set). "auto" values are resolved by `resolve_auto`."""
+
+    # Which backend plans: homiebot (the trained default), smollm2 (untuned), mock, expert, oracle, openai, hf or
+    # random.
+    backend: str = "homiebot"
+    # The planning loop (EMMOE defaults).
+    max_steps: int = NodeConfig.max_steps
+    max_samples: int = PlannerConfig.max_samples
+    # 0: the release sends no conversation history (3 is its defined but unused window).
+    history_window: int = PlannerConfig.history_window
+    request_variant: str = PlannerConfig.request_variant
+    # The tri-states "auto", "true" or "false" (a bool from the command line).
+    in_context_example: str | bool = AUTO
+    # "auto" or a value: parser "release", "release_bracket" or "strict"; temperature "none" or a number;
+    # max_new_tokens a whole number.
+    parser: str = AUTO
+    temperature: str | float = AUTO
+    max_new_tokens: str | int = AUTO
+    require_valid: bool = PlannerConfig.require_valid
+    release_image_order: bool = PlannerConfig.release_image_order
+    hand_rules: bool = PlannerConfig.hand_rules
+    object_rules: bool = PlannerConfig.object_rules
+    no_repeat: bool = PlannerConfig.no_repeat
+    # Text observations: where each visible small object rests (`apple (on sofa)`).
+    object_locations: bool = PlannerConfig.object_locations
+    # Constrained decoding for local backends (a tri-state).
+    constrained_decoding: str | bool = AUTO
+    # What constrained decoding may name: auto, visible or vocabulary.
+    target_names: str = AUTO
+    analysis_max_tokens: int = 48
+    # Local backends: reuse the prompt's constant start and walk the token trie (false: the plain generate() path).
+    prefix_cache: bool = True
+    # The ROS side of a run (NodeConfig).
+    executor_timeout_s: float = NodeConfig.executor_timeout_s
+    observation_timeout_s: float = NodeConfig.observation_timeout_s
+    reset_timeout_s: float = NodeConfig.reset_timeout_s
+    server_wait_s: float = NodeConfig.server_wait_s
+    data_dir: str = NodeConfig.data_dir
+    tasks_file: str = NodeConfig.tasks_file
+    reset_simulator: bool = NodeConfig.reset_simulator
+    conversation_dir: str = NodeConfig.conversation_dir
+    record_views: bool = NodeConfig.record_views
+    # mock (empty entries of the string arrays are dropped: a parameter file needs [""] for an empty list)
+    mock_outputs: tuple[str, ...] = ()
+    mock_file: str = ""
+    mock_observation_mode: str = MockConfig.observation_mode
+    # expert: "info" replays the successful subtasks of the task's info.txt (the annotated trajectory; the default),
+    # "keypath" follows keypath.json, "replay" every info.txt block, failures included (homiebot collect), "plan".
+    expert_source: str = ExpertConfig.source
+    expert_plan: tuple[str, ...] = ()
+    # oracle (the re-planning expert, training and evaluation only): targets farther than this are walked up to
+    # (the monitor's D1 limit, far_threshold; set both together).
+    oracle_reach_m: float = OracleConfig.reach_m
+    # On-policy collection: with a rows folder, the backend above is the student and the oracle answers every step
+    # too (its answer executed with probability dagger_beta); rows land in <dagger_rows_dir>/<episode>__<run>.jsonl.
+    dagger_rows_dir: str = ""
+    dagger_beta: float = DaggerConfig.beta
+    dagger_seed: int = DaggerConfig.seed
+    # openai
+    openai_model: str = "gpt-4o"
+    openai_base_url: str = OpenAIConfig.base_url
+    openai_api_key_env: str = OpenAIConfig.api_key_env
+    openai_timeout_s: float = OpenAIConfig.timeout_s
+    openai_max_retries: int = OpenAIConfig.max_retries
+    openai_backoff_s: float = OpenAIConfig.backoff_s
+    openai_send_images: bool = OpenAIConfig.send_images
+    openai_text_first: bool = OpenAIConfig.text_first
+    # hf (device, dtype and observation mode "auto" are resolved by the hf backend against the loaded checkpoint)
+    hf_model_path: str = ""
+    hf_base_model_path: str = HFConfig.base_model_path
+    hf_load_in_4bit: bool = HFConfig.load_in_4bit
+    hf_device: str = HFConfig.device
+    hf_dtype: str = AUTO
+    hf_observation_mode: str = AUTO
+    hf_trust_remote_code: bool = HFConfig.trust_remote_code
+    # random (the random-valid-action baseline)
+    random_seed: int = RandomConfig.seed
+    random_end_probability: float = RandomConfig.end_probability
+    # smollm2 and homiebot (HomieBot-135M: smollm2 with the trained adapter; "" = the shipped one, see resolve_auto)
+    smollm2_cache_dir: str = ""
+    homiebot_adapter_dir: str = ""
+    num_threads: int = 0
 
 
 @dataclass(frozen=True)
