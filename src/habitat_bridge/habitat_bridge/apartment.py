@@ -39,9 +39,10 @@ from habitat_bridge.scene_spec import (
 WIDTH, DEPTH = 10.0, 7.0
 WALL = 0.1
 FLOOR_COLORS = {"living_room": (0.58, 0.45, 0.32), "kitchen": (0.7, 0.7, 0.66), "dining_area": (0.52, 0.4, 0.29)}
-# Where objects may start: (furniture short name, surface) -> weight. Low shelves and fridge bottoms are left out:
+# Where objects may start: (furniture short name, surface) -> weight ("drawer": every drawer; the task fuzzer
+# draws its start places from these too). Low shelves and fridge bottoms are left out:
 # the arm cannot reach them well.
-_PLACEMENT_WEIGHTS: dict[tuple[str, str], float] = {
+PLACEMENT_WEIGHTS: dict[tuple[str, str], float] = {
     ("kitchen_counter", "top"): 3.0, ("kitchen_counter", "sink"): 1.0, ("kitchen_counter", "drawer"): 1.5,
     ("fridge", "shelf_0"): 1.0, ("fridge", "shelf_1"): 1.0, ("brown_table", "top"): 2.5,
     ("wood_table", "top"): 2.0, ("white_desk", "top"): 1.5, ("tv_stand", "top"): 2.0, ("sofa", "seat"): 1.5,
@@ -233,7 +234,7 @@ def _placement_regions(spec: SceneSpec) -> list[tuple[layout.WorldSurface, float
     for region in layout.world_surfaces(spec):
         kind = catalog.FURNITURE_KINDS[region.furniture.canonical]
         key = (kind.short_name, "drawer" if region.surface.part else region.surface.name)
-        weight = _PLACEMENT_WEIGHTS.get(key, 0.0)
+        weight = PLACEMENT_WEIGHTS.get(key, 0.0)
         if weight > 0:
             regions.append((region, weight))
     return regions

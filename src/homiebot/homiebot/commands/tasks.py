@@ -6,6 +6,8 @@ variants of every selected train task as data/train/<id>_v<n>/ (test tasks never
 design is drawn again (`--redraws` times at most, then the variant is left out). `check` replays
 every selected expert trajectory in the simulator (in-process) and reports each step whose outcome differs from its
 design (exit status 1 then); `--setting no_background` replays them with the sensor-only skills instead of M3.
+`fuzz` generates `--n` tasks of `--seed` over the catalog's combinations (`homiebot.task_fuzz`), replays their
+experts over `--jobs` processes and writes the failure rates and causes to `--out` (`homiebot.fuzz_replay`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from homiebot.task_definitions import TaskDefinition
 
-HELP = "build data/<split>/<id>/{scene.json,keypath.json,info.txt} from the task definitions, or check them"
+HELP = ("build data/<split>/<id>/{scene.json,keypath.json,info.txt} from the task definitions, check them, or fuzz "
+        "the skills with generated tasks")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from homiebot.benchmark_tasks import DEFAULT_DEFINITIONS
     from homiebot.setting import DEFAULT_SETTING, SETTINGS
 
-    parser.add_argument("action", choices=["build", "check"], help="what to do")
+    parser.add_argument("action", choices=["build", "check", "fuzz"], help="what to do")
     parser.add_argument("--definitions", type=Path, nargs="+", default=list(DEFAULT_DEFINITIONS),
                         help="task definition YAML files (default: %(default)s)")
     parser.add_argument("--data", type=Path, default=Path("data"), help="data folder holding train/ and test/")
@@ -35,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default="", help="comma-separated task ids to restrict to (default: all)")
     parser.add_argument("--variants", type=int, default=0,
                         help="build: also write this many seeded variants of each selected train task")
-    parser.add_argument("--seed", type=int, default=0, help="build: seed of the variants (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="build: seed of the variants; fuzz: seed of the tasks (default: %(default)s)")
     parser.add_argument("--check-variants", action="store_true",
                         help="build: replay each variant's expert in the simulator (M3 skills) and draw it again "
                              "when a step differs from its design")
@@ -43,8 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build with --check-variants: draws after the first before a variant is left out "
                              "(0-9, default: %(default)s)")
     parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
-                        help="check: the skills that replay the experts, background (privileged M3) or "
+                        help="check, fuzz: the skills that replay the experts, background (privileged M3) or "
                              "no_background (sensor-only); default: %(default)s")
+    parser.add_argument("--n", type=int, default=40, help="fuzz: tasks to generate (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=1, help="fuzz: replaying processes (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=Path("runs/fuzz"),
+                        help="fuzz: folder of report.json and tasks.yaml (default: %(default)s)")
 
 
 def _selected(args: argparse.Namespace, known: list[int]) -> list[int]:
@@ -69,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     from homiebot.benchmark_tasks import TaskDefinitionError, build_tasks, load_all, split_of
     from homiebot.cli import UsageError
 
+    if args.action == "fuzz":
+        return _fuzz(args)
     try:
         definitions = load_all(args.definitions)
         chosen = {task_id: definitions[task_id] for task_id in _selected(args, sorted(definitions))}
@@ -140,3 +149,18 @@ def _check(definitions: dict[int, TaskDefinition], setting: str) -> int:
         for line in problems:
             print(f"  {line}", flush=True)
     return 1 if differing else 0
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    """Replay `--n` fuzzed tasks and print the summary (exit status 1 when a task differs from its design)."""
+    from homiebot.cli import UsageError
+    from homiebot.fuzz_replay import fuzz
+    from homiebot.task_fuzz import summary_lines
+
+    if args.n < 1 or args.jobs < 1:
+        raise UsageError(f"fuzz: expected --n and --jobs of at least 1, got {args.n} and {args.jobs}")
+    report = fuzz(args.n, args.seed, args.setting, args.jobs, args.out, echo=lambda line: print(line, flush=True))
+    for line in summary_lines(report):
+        print(line)
+    print(f"report: {args.out / 'report.json'}")
+    return 0 if report["as_designed"] == report["tasks"] else 1
