@@ -72,11 +72,11 @@ class Place:
         return catalog.OBJECT_KINDS[canonical].size[2] > self.shallow
 
 
-def _surfaces(canonical: str, model: str) -> dict[str, float]:
+def _surfaces(canonical: str, model: str) -> dict[str, furniture.Surface]:
+    """A furniture kind's support regions by name, built as `model` with every slot it offers."""
     kind = catalog.FURNITURE_KINDS[canonical]
     slots = furniture.available_slots(model, kind.size)
-    return {surface.name: surface.clearance for surface in furniture.furniture_geometry(model, kind.size,
-                                                                                           slots).surfaces}
+    return {surface.name: surface for surface in furniture.furniture_geometry(model, kind.size, slots).surfaces}
 
 
 @functools.cache
@@ -85,20 +85,17 @@ def start_places() -> tuple[Place, ...]:
     places = []
     for (short, region), weight in sorted(PLACEMENT_WEIGHTS.items()):
         canonical = _SHORT_TO_CANONICAL[short]
-        model = catalog.FURNITURE_KINDS[canonical].model
+        surfaces = _surfaces(canonical, catalog.FURNITURE_KINDS[canonical].model)
         if weight <= 0:
             continue
         if region == "drawer":
-            shallow, deep = _surfaces(canonical, model), _surfaces(canonical, "deep_counter")
-            places += [Place(canonical, name, "drawer", f"kitchen_drawer_{name.split('_')[1]}", deep[name],
-                             shallow[name]) for name in sorted(shallow) if name.startswith("drawer_")]
+            deep = _surfaces(canonical, "deep_counter")
+            places += [Place(canonical, name, "drawer", f"kitchen_drawer_{name.split('_')[1]}", deep[name].clearance,
+                             surface.clearance) for name, surface in sorted(surfaces.items()) if surface.part]
             continue
-        clearance = _surfaces(canonical, model)[region]
-        inside = next(surface.inside for surface in furniture.furniture_geometry(
-            model, catalog.FURNITURE_KINDS[canonical].size, furniture.available_slots(
-                model, catalog.FURNITURE_KINDS[canonical].size)).surfaces if surface.name == region)
-        places.append(Place(canonical, region, short, _DOORS.get(canonical, "") if inside else "", clearance,
-                            clearance))
+        surface = surfaces[region]
+        places.append(Place(canonical, region, short, _DOORS.get(canonical, "") if surface.inside else "",
+                            surface.clearance, surface.clearance))
     return tuple(places)
 
 
@@ -142,7 +139,7 @@ class StepKey:
     region: str
 
     def label(self) -> str:
-        """"Pick apple fridge/shelf_0"."""
+        """The report's name of the key, e.g. "Pick apple fridge/shelf_0"."""
         where = "/".join(part for part in (self.receptacle, self.region) if part)
         return " ".join(part for part in (self.action, self.object, where) if part)
 
