@@ -47,7 +47,7 @@ from emmoe_core.node_exit import EXIT_GRACE_S, StopWatch, threads_left
 from emmoe_core.ros_parameters import ROS_PARAMETER, ParameterSpec, declare_config
 
 __all__ = [
-    "CONFIG_ERRORS", "ROS_PARAMETER", "ActionOutcome", "CallStatus", "Cancel", "DiscoveryNotConfined", "ParameterSpec",
+    "CONFIG_ERRORS", "DISCOVERY_GRACE_S", "ROS_PARAMETER", "ActionOutcome", "CallStatus", "Cancel", "DiscoveryNotConfined", "ParameterSpec",
     "PrivateNode", "ServiceOutcome", "WaitStatus", "await_condition", "await_future", "call_service",
     "cancel_requested", "declare_config", "private_node", "send_action_goal", "spin_node",
     "wait_for_future", "wait_until",
@@ -373,6 +373,12 @@ def call_service(client: Any, request: Any, timeout_s: float, cancel: Cancel = N
     return ServiceOutcome(CallStatus.DONE, future.result())
 
 
+# Discovery is not symmetric: when a client first sees a server, the server may not see the client yet, and a request
+# sent at once can be accepted with its answer lost (Fast DDS: "failed to send response"). A client waits this long
+# after it first sees a server.
+DISCOVERY_GRACE_S = 1.0
+
+
 def send_action_goal(client: Any, goal: Any, accept_timeout_s: float, result_timeout_s: float | None,
                      cancel: Cancel = None, feedback_callback: Callable[[Any], None] | None = None, *,
                      server_wait_s: float | None = None, cancel_wait_s: float = 5.0, request_tries: int = 1,
@@ -387,7 +393,8 @@ def send_action_goal(client: Any, goal: Any, accept_timeout_s: float, result_tim
         cancel: stops waiting; the goal is cancelled (CallStatus.CANCELLED).
         feedback_callback: called with each feedback message (the FeedbackMessage: its `.feedback` is the action's
             Feedback).
-        server_wait_s: seconds to wait for the server to appear (None: accept_timeout_s).
+        server_wait_s: seconds to wait for the server to appear (None: accept_timeout_s); a server that was not
+            there at the call waits DISCOVERY_GRACE_S more once it appears.
         cancel_wait_s: after cancelling, seconds to wait for the server's final result (0: do not wait).
         request_tries: goal requests sent before giving up on an answer. Right after discovery Fast DDS may lose
             one; more than 1 suits servers that accept concurrent goals (a late-accepted duplicate is cancelled).
@@ -398,12 +405,15 @@ def send_action_goal(client: Any, goal: Any, accept_timeout_s: float, result_tim
         KeyboardInterrupt: re-raised after cancelling the goal.
     """
     action = getattr(client, "_action_name", "the action server")
-    found = wait_until(client.server_is_ready, accept_timeout_s if server_wait_s is None else server_wait_s,
-                       cancel, poll_s)
-    if found is WaitStatus.CANCELLED:
-        return ActionOutcome(CallStatus.CANCELLED, message=f"cancelled while waiting for {action}")
-    if found is WaitStatus.TIMEOUT:
-        return ActionOutcome(CallStatus.UNAVAILABLE, message=f"no action server at {action}")
+    if not client.server_is_ready():
+        found = wait_until(client.server_is_ready, accept_timeout_s if server_wait_s is None else server_wait_s,
+                           cancel, poll_s)
+        if found is WaitStatus.TIMEOUT:
+            return ActionOutcome(CallStatus.UNAVAILABLE, message=f"no action server at {action}")
+        if found is WaitStatus.DONE:  # just discovered: let the server discover this client too
+            found = wait_until(lambda: False, DISCOVERY_GRACE_S, cancel, poll_s)
+        if found is WaitStatus.CANCELLED:
+            return ActionOutcome(CallStatus.CANCELLED, message=f"cancelled while waiting for {action}")
     for _ in range(max(1, request_tries)):
         sent = client.send_goal_async(goal, feedback_callback=feedback_callback)
         status = wait_for_future(sent, accept_timeout_s, cancel, poll_s, executor)

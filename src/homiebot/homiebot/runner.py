@@ -37,9 +37,6 @@ from homiebot.supervisor import Supervisor
 EVALUATOR_NODE = topics.EVALUATOR_NODE
 GOAL_REQUEST_TRIES = 3
 GOAL_REQUEST_WAIT_S = 10.0
-# After the client sees the planner's action server, the server may not see the client yet: a goal sent at once can
-# be accepted with its answer lost ("failed to send response (timeout)"). The first goal waits this long.
-DISCOVERY_GRACE_S = 1.0
 
 _END_WORDS = {"end": "ended by the agent", "step_limit": "step limit", "gave_up": "the planner gave up",
               "cancelled": "cancelled", "error": "infrastructure failure"}
@@ -127,6 +124,7 @@ class Stack:
         """Start the processes and wait until the planner's /emmoe/run_task is served."""
         import rclpy
         from emmoe_core.action_client import ActionClient
+        from emmoe_core.ros_helpers import DISCOVERY_GRACE_S
         from rclpy.context import Context
         from emmoe_eval.benchmark_qos import scores_qos
 
@@ -146,7 +144,7 @@ class Stack:
                 raise RunnerError(self._death_message(ended[0].name, ended[0].returncode))
             if time.monotonic() > deadline:
                 raise RunnerError(f"the stack on ROS_DOMAIN_ID {self.domain_id} did not come up in {timeout_s:.0f} s")
-        time.sleep(DISCOVERY_GRACE_S)
+        time.sleep(DISCOVERY_GRACE_S)  # the server may not see this client yet
 
     def _death_message(self, name: str, code: int) -> str:
         tail = "\n".join(f"    {line}" for line in self.supervisor.lines[name][-15:])
