@@ -252,21 +252,60 @@ def _object(plan: _Plan, canonical: str, region: layout.WorldSurface, offset: tu
                        region.receptacle, region.surface.name, region.surface.inside, offset, round(yaw, 4))
 
 
+class PlacementRefused(SceneSpecError):
+    """An object was asked for in a place where it cannot start at all (too tall or too wide for every region of
+    it): no draw of the apartment can change that."""
+
+
+def _requested_places(regions: list[tuple[layout.WorldSurface, float]], request: ObjectRequest,
+                      ) -> list[tuple[layout.WorldSurface, float]]:
+    """The start regions a request's receptacle and region name (every region without a receptacle)."""
+    if not request.receptacle:
+        return regions
+    wanted = default_alias_table().canonicals(request.receptacle) | {request.receptacle}
+    return [(region, weight) for region, weight in regions if region.furniture.canonical in wanted
+            and (not request.region or request.region in (region.surface.name, "drawer"
+                                                          if region.surface.part else region.surface.name))]
+
+
+def _refusal(request: ObjectRequest, places: list[tuple[layout.WorldSurface, float]]) -> str:
+    """Why `request`'s object cannot start in any of `places` ('' when one takes it)."""
+    kind = catalog.OBJECT_KINDS[request.canonical]
+    radius = math.hypot(kind.size[0], kind.size[1]) / 2
+    place = f"{request.receptacle} {request.region}".strip()
+    if not places:
+        starts = sorted({f"{short} {surface}" for short, surface in PLACEMENT_WEIGHTS})
+        return f"{request.canonical}: objects never start in {place}; start places are: {', '.join(starts)}"
+    tall = [region for region, _ in places if region.surface.clearance >= kind.size[2]]
+    if not tall:
+        room = max(region.surface.clearance for region, _ in places)
+        hint = ("; deep_drawers: true gives the kitchen counter pot drawers"
+                if any(region.surface.part for region, _ in places) else "")
+        return (f"{request.canonical} is {kind.size[2]:.2f} m tall and {place} has at most {room:.2f} m of room "
+                f"above its floor{hint}")
+    if not any(min(region.half) >= radius for region in tall):
+        return f"{request.canonical} needs a {2 * radius:.2f} m wide spot and {place} has none"
+    return ""
+
+
 def _place_objects(plan: _Plan, base: SceneSpec, requests: Sequence[ObjectRequest]) -> list[SceneObject]:
+    """Objects for the requests, each on a drawn free spot (fewer when a spot was not found).
+
+    Raises:
+        PlacementRefused: a request names a place its object cannot start in.
+    """
     regions = _placement_regions(base)
-    table = default_alias_table()
     taken: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     placed = []
     for request in requests:
         kind = catalog.OBJECT_KINDS[request.canonical]
         radius = math.hypot(kind.size[0], kind.size[1]) / 2
-        fitting = [(region, weight) for region, weight in regions if region.surface.clearance >= kind.size[2]]
         if request.receptacle:
-            wanted = table.canonicals(request.receptacle) | {request.receptacle}
-            chosen = [(region, weight) for region, weight in fitting if region.furniture.canonical in wanted
-                      and (not request.region or request.region in (region.surface.name, "drawer"
-                                                                    if region.surface.part else region.surface.name))]
-            fitting = chosen or fitting
+            refusal = _refusal(request, _requested_places(regions, request))
+            if refusal:
+                raise PlacementRefused(refusal)
+        fitting = [(region, weight) for region, weight in _requested_places(regions, request)
+                   if region.surface.clearance >= kind.size[2]]
         for _ in range(20):
             region = plan.rng.choices([item[0] for item in fitting], [item[1] for item in fitting])[0]
             key = (region.receptacle, region.surface.name)
@@ -304,6 +343,7 @@ def generate_apartment(seed: int, config: ApartmentConfig | None = None) -> Scen
     """A ReplicaCAD-like apartment; the same seed gives the same scene.
 
     Raises:
+        PlacementRefused: a required object is asked for in a place it cannot start in.
         SceneSpecError: no layout with every object reachable was found in `config.attempts` draws.
     """
     config = config or ApartmentConfig()

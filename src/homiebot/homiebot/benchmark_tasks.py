@@ -71,13 +71,15 @@ def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, 
     the definition places itself, nothing of a `clear` kind or on `clear` furniture. Doors and drawers named in
     `open` start fully open.
     """
-    from habitat_bridge.apartment import ApartmentConfig, ObjectRequest, generate_apartment
+    from habitat_bridge.apartment import ApartmentConfig, ObjectRequest, PlacementRefused, generate_apartment
     from habitat_bridge.scene_spec import SceneSpecError
 
     requests = tuple(ObjectRequest(item.canonical, item.receptacle, item.region) for item in definition.objects)
     draw = seed if seed is not None else definition.seed if definition.seed is not None else definition.task_id
     try:
         spec = generate_apartment(draw, ApartmentConfig(required=requests, deep_drawers=definition.deep_drawers))
+    except PlacementRefused as error:
+        raise TaskDefinitionError(f"task {definition.task_id}: a Fetch cannot do this task: {error}") from error
     except SceneSpecError as error:
         raise TaskDefinitionError(f"task {definition.task_id}: no scene for draw {draw}: {error}; name another seed "
                                   f"or fewer objects") from error

@@ -18,6 +18,7 @@ from homiebot.benchmark_tasks import (
     load_all,
     load_definitions,
     parse_definition,
+    scene_for,
     split_of,
 )
 
@@ -222,3 +223,26 @@ def test_tall_objects_go_into_the_deep_drawers_of_their_tasks(definitions):
     counter = next(piece for piece in shallow.furniture if piece.canonical == "kitchen_counter")
     assert counter.model == "counter"
     assert {surface.clearance for surface in counter.geometry.surfaces if surface.part} == {0.13}
+
+
+@pytest.mark.parametrize("place, message", [
+    ({"canonical": "003_cracker_box", "receptacle": "kitchen_counter", "region": "drawer"},
+     "a Fetch cannot do this task: 003_cracker_box is 0.2[0-9] m tall and kitchen_counter drawer has at most 0.13 m "
+     "of room above its floor; deep_drawers: true gives the kitchen counter pot drawers"),
+    ({"canonical": "013_apple", "receptacle": "fridge", "region": "shelf_7"},
+     "a Fetch cannot do this task: 013_apple: objects never start in fridge shelf_7; start places are: .*fridge "
+     "shelf_0, fridge shelf_1"),
+])
+def test_an_object_asked_for_where_it_cannot_start_is_refused(tmp_path, place, message):
+    """Until now the builder put such an object somewhere else without a word (a cracker box asked for in a shallow
+    drawer started on the counter top)."""
+    definition = parse_definition(7, {**VALID, "objects": [place]}, "tasks.yaml")
+    with pytest.raises(TaskDefinitionError, match=message):
+        build_tasks({7: definition}, tmp_path)
+
+
+def test_a_tall_object_starts_in_a_deep_drawer_when_the_task_asks_for_one():
+    definition = parse_definition(7, {**VALID, "deep_drawers": True, "objects": [
+        {"canonical": "003_cracker_box", "receptacle": "kitchen_counter", "region": "drawer"}]}, "tasks.yaml")
+    box = scene_for(definition)["objects"][0]
+    assert box["canonical"] == "003_cracker_box" and box["receptacle"].startswith("kitchen_drawer") and box["inside"]
