@@ -121,7 +121,8 @@ def test_put_into_a_bowl_on_a_table(backend):
     """An object as the place: the banana ends within 0.5 m of the bowl, resting on or in it."""
     import math
 
-    from habitat_bridge.apartment import ApartmentConfig, ObjectRequest, generate_apartment
+    from habitat_bridge.apartment import ApartmentConfig, generate_apartment
+    from habitat_bridge.placement import ObjectRequest
 
     backend.reset(generate_apartment(98, ApartmentConfig(min_objects=0, max_objects=0, required=(
         ObjectRequest("011_banana", "frl_apartment_tvstand"), ObjectRequest("024_bowl", "frl_apartment_table_01")))))

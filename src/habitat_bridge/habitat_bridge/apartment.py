@@ -24,13 +24,13 @@ from emmoe_core.robot import fetch
 
 from habitat_bridge import catalog, furniture, layout, occupancy
 from habitat_bridge.official import OfficialEpisode, receptacle_canonical
+from habitat_bridge.placement import FRONT_DEPTH, ObjectRequest, front_only, place_objects
 from habitat_bridge.scene_spec import (
     Articulation,
     Furniture,
     Pose2D,
     RobotStart,
     Room,
-    SceneObject,
     SceneSpec,
     SceneSpecError,
     Wall,
@@ -39,38 +39,10 @@ from habitat_bridge.scene_spec import (
 WIDTH, DEPTH = 10.0, 7.0
 WALL = 0.1
 FLOOR_COLORS = {"living_room": (0.58, 0.45, 0.32), "kitchen": (0.7, 0.7, 0.66), "dining_area": (0.52, 0.4, 0.29)}
-# Where objects may start: (furniture short name, surface) -> weight ("drawer": every drawer; the task fuzzer
-# draws its start places from these too). Low shelves and fridge bottoms are left out:
-# the arm cannot reach them well.
-PLACEMENT_WEIGHTS: dict[tuple[str, str], float] = {
-    ("kitchen_counter", "top"): 3.0, ("kitchen_counter", "sink"): 1.0, ("kitchen_counter", "drawer"): 1.5,
-    ("fridge", "shelf_0"): 1.0, ("fridge", "shelf_1"): 1.0, ("brown_table", "top"): 2.5,
-    ("wood_table", "top"): 2.0, ("white_desk", "top"): 1.5, ("tv_stand", "top"): 2.0, ("sofa", "seat"): 1.5,
-    ("chair", "seat"): 0.5, ("white_shelf", "shelf_1"): 0.7, ("white_shelf", "shelf_2"): 0.7,
-    ("white_cabinet", "top"): 0.8, ("white_cabinet", "shelf"): 0.8,
-}
-# Keep objects within this distance of the front edge of regions that are only reachable from the front.
-_FRONT_DEPTH = 0.4
 # The generator's free-floor checks (robot start, reachability) draw doors as covering squares (conservative: the
 # floor just in front of a door stays clear too). Drawing them as their panels would change which draws pass, so
 # every seeded apartment, and the task scenes built from them, would change.
 GENERATOR_DOOR_FOOTPRINT = "covering_square"
-
-
-@dataclass(frozen=True)
-class ObjectRequest:
-    """An object the generator must place.
-
-    Attributes:
-        canonical: the object's canonical name.
-        receptacle: canonical name of the furniture it must start on or in ("" = anywhere).
-        region: "drawer" for any drawer of the kitchen counter, or a support surface's own name ("sink", "drawer_1",
-            "shelf_0", ...; "" = any region).
-    """
-
-    canonical: str
-    receptacle: str = ""
-    region: str = ""
 
 
 @dataclass(frozen=True)
@@ -228,96 +200,6 @@ def _furnish(plan: _Plan, deep_drawers: bool = False) -> None:
     plan.add("frl_apartment_chair_01", sofa_x, axis_y - sofa[0] / 2 - 0.45, FACING_NORTH, "living_room_0")
 
 
-def _placement_regions(spec: SceneSpec) -> list[tuple[layout.WorldSurface, float]]:
-    """Support regions objects may start on, with their weights."""
-    regions = []
-    for region in layout.world_surfaces(spec):
-        kind = catalog.FURNITURE_KINDS[region.furniture.canonical]
-        key = (kind.short_name, "drawer" if region.surface.part else region.surface.name)
-        weight = PLACEMENT_WEIGHTS.get(key, 0.0)
-        if weight > 0:
-            regions.append((region, weight))
-    return regions
-
-
-def _front_only(region: layout.WorldSurface) -> bool:
-    """Regions reachable only from their front edge (everything but free-standing tables)."""
-    return region.furniture.model not in ("table",) or region.surface.inside
-
-
-def _object(plan: _Plan, canonical: str, region: layout.WorldSurface, offset: tuple[float, float],
-            yaw: float) -> SceneObject:
-    kind = catalog.OBJECT_KINDS[canonical]
-    return SceneObject(plan.name(kind.short_name), canonical, kind.shape, kind.size, kind.color, kind.mass,
-                       region.receptacle, region.surface.name, region.surface.inside, offset, round(yaw, 4))
-
-
-class PlacementRefused(SceneSpecError):
-    """An object was asked for in a place where it cannot start at all (too tall or too wide for every region of
-    it): no draw of the apartment can change that."""
-
-
-def _requested_places(regions: list[tuple[layout.WorldSurface, float]], request: ObjectRequest,
-                      ) -> list[tuple[layout.WorldSurface, float]]:
-    """The start regions a request's receptacle and region name (every region without a receptacle)."""
-    if not request.receptacle:
-        return regions
-    wanted = default_alias_table().canonicals(request.receptacle) | {request.receptacle}
-    return [(region, weight) for region, weight in regions if region.furniture.canonical in wanted
-            and (not request.region or request.region in (region.surface.name, "drawer"
-                                                          if region.surface.part else region.surface.name))]
-
-
-def _refusal(request: ObjectRequest, places: list[tuple[layout.WorldSurface, float]]) -> str:
-    """Why `request`'s object cannot start in any of `places` ('' when one takes it)."""
-    kind = catalog.OBJECT_KINDS[request.canonical]
-    radius = math.hypot(kind.size[0], kind.size[1]) / 2
-    place = f"{request.receptacle} {request.region}".strip()
-    if not places:
-        starts = sorted({f"{short} {surface}" for short, surface in PLACEMENT_WEIGHTS})
-        return f"{request.canonical}: objects never start in {place}; start places are: {', '.join(starts)}"
-    tall = [region for region, _ in places if region.surface.clearance >= kind.size[2]]
-    if not tall:
-        room = max(region.surface.clearance for region, _ in places)
-        hint = ("; deep_drawers: true gives the kitchen counter pot drawers"
-                if any(region.surface.part for region, _ in places) else "")
-        return (f"{request.canonical} is {kind.size[2]:.2f} m tall and {place} has at most {room:.2f} m of room "
-                f"above its floor{hint}")
-    if not any(min(region.half) >= radius for region in tall):
-        return f"{request.canonical} needs a {2 * radius:.2f} m wide spot and {place} has none"
-    return ""
-
-
-def _place_objects(plan: _Plan, base: SceneSpec, requests: Sequence[ObjectRequest]) -> list[SceneObject]:
-    """Objects for the requests, each on a drawn free spot (fewer when a spot was not found).
-
-    Raises:
-        PlacementRefused: a request names a place its object cannot start in.
-    """
-    regions = _placement_regions(base)
-    taken: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
-    placed = []
-    for request in requests:
-        kind = catalog.OBJECT_KINDS[request.canonical]
-        radius = math.hypot(kind.size[0], kind.size[1]) / 2
-        if request.receptacle:
-            refusal = _refusal(request, _requested_places(regions, request))
-            if refusal:
-                raise PlacementRefused(refusal)
-        fitting = [(region, weight) for region, weight in _requested_places(regions, request)
-                   if region.surface.clearance >= kind.size[2]]
-        for _ in range(20):
-            region = plan.rng.choices([item[0] for item in fitting], [item[1] for item in fitting])[0]
-            key = (region.receptacle, region.surface.name)
-            spot = layout.sample_spot(region, radius, taken.get(key, []), plan.rng,
-                                      _FRONT_DEPTH if _front_only(region) else None)
-            if spot is not None:
-                taken.setdefault(key, []).append((*spot, radius))
-                placed.append(_object(plan, request.canonical, region, spot, plan.rng.uniform(-math.pi, math.pi)))
-                break
-    return placed
-
-
 def _robot_start(plan: _Plan, spec: SceneSpec) -> RobotStart:
     """A free spot in the living room or kitchen, clear of furniture by 0.6 m where possible, facing roughly towards
     the middle of the apartment (so the front view looks into the room rather than at a wall)."""
@@ -359,7 +241,7 @@ def generate_apartment(seed: int, config: ApartmentConfig | None = None) -> Scen
         pool = sorted(catalog.OBJECT_KINDS)
         required = [item if isinstance(item, ObjectRequest) else ObjectRequest(item) for item in config.required]
         requests = required + [ObjectRequest(rng.choice(pool)) for _ in range(max(0, count - len(required)))]
-        objects = _place_objects(plan, bare, requests)
+        objects = place_objects(bare, requests, plan.rng, plan.name)
         if len(objects) < len(requests):
             continue
         spec = replace(bare, objects=tuple(objects))
@@ -389,7 +271,7 @@ def compact_room(seed: int = 0, objects: Sequence[str] = ("013_apple", "024_bowl
     plan.add("frl_apartment_table_01", 2.2, 1.3, 0.0, "kitchen_0")
     bare = SceneSpec(f"compact_{seed}", seed, (room,), walls, tuple(plan.furniture), (),
                      RobotStart(Pose2D(2.5, 2.3, math.pi / 2)))
-    placed = _place_objects(plan, bare, [ObjectRequest(name) for name in objects])
+    placed = place_objects(bare, [ObjectRequest(name) for name in objects], plan.rng, plan.name)
     if len(placed) < len(objects):
         raise SceneSpecError(f"compact room: could not place {len(objects)} objects")
     return replace(bare, objects=tuple(placed))
@@ -447,7 +329,7 @@ def task_object_requests(instruction: str, rng: random.Random) -> list[ObjectReq
     for start, end, candidates in objects:
         canonical = candidates[0] if len(candidates) == 1 else rng.choice(candidates)
         chilled = start > 0 and words[start - 1] in _CHILLED
-        where = ObjectRequest(canonical, "fridge" if chilled else "")
+        where = ObjectRequest(canonical, "fridge" if chilled else "", exact=False)
         position = end
         while position < len(words) and words[position] in _ARTICLES:
             position += 1
@@ -459,14 +341,14 @@ def task_object_requests(instruction: str, rng: random.Random) -> list[ObjectReq
                 phrase_end, names = furniture_phrases[position]
                 phrase = words[position:phrase_end]
                 region = "sink" if "sink" in phrase else "drawer" if "drawer" in phrase else ""
-                where = ObjectRequest(canonical, names[0], region)
+                where = ObjectRequest(canonical, names[0], region, exact=False)
         requests.extend([where, ObjectRequest(canonical)])
     for start, (end, names) in sorted(furniture_phrases.items()):
         kinds = _collection_before(words, start, end)
         if kinds:
             phrase = words[start:end]
             region = "sink" if "sink" in phrase else "drawer" if "drawer" in phrase else ""
-            requests.extend(ObjectRequest(name, names[0], region) for name in rng.sample(kinds, 3))
+            requests.extend(ObjectRequest(name, names[0], region, exact=False) for name in rng.sample(kinds, 3))
     if "fruit" in words:
         requests.extend(ObjectRequest(name) for name in rng.sample(_FRUIT, 3))
     return requests
@@ -528,7 +410,7 @@ def spec_from_official(episode: OfficialEpisode, seed: int = 0) -> SceneSpec:
             taken = [(*obj.offset, layout.footprint_radius(obj)) for obj in objects
                      if obj.receptacle == region.receptacle and obj.surface == region.surface.name and obj.offset]
             spot = layout.sample_spot(region, layout.footprint_radius(objects[index]), taken, rng,
-                                      _FRONT_DEPTH if _front_only(region) else None)
+                                      FRONT_DEPTH if front_only(region) else None)
             if spot is not None:
                 objects[index] = replace(objects[index], receptacle=region.receptacle, surface=region.surface.name,
                                          inside=False, offset=spot)

@@ -6,6 +6,7 @@ import json
 import math
 import random
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,18 @@ def test_compact_room_is_small_and_complete(compact_spec: SceneSpec) -> None:
     assert len(compact_spec.rooms) == 1 and len(compact_spec.furniture) == 3
     assert {obj.receptacle for obj in compact_spec.objects} >= {"kitchen_drawer_0", "fridge_0"}
     assert occupancy.unreachable_objects(compact_spec) == []
+
+
+def test_an_exact_request_for_a_place_too_small_is_refused_and_a_preference_yields() -> None:
+    """A cracker box is taller than a shallow drawer: a task definition asking for it there is refused (no draw can
+    help), a place read from an instruction's words yields to the other start places."""
+    from habitat_bridge.placement import ObjectRequest, PlacementRefused
+
+    exact = ObjectRequest("003_cracker_box", "kitchen_counter", "drawer")
+    with pytest.raises(PlacementRefused, match="003_cracker_box is 0.2[0-9] m tall and kitchen_counter drawer has at "
+                                               "most 0.13 m of room above its floor; deep_drawers: true"):
+        apartment.generate_apartment(3, apartment.ApartmentConfig(required=(exact,)))
+    spec = apartment.generate_apartment(3, apartment.ApartmentConfig(required=(replace(exact, exact=False),)))
+    assert spec.objects[0].canonical == "003_cracker_box" and not spec.objects[0].receptacle.startswith("kitchen_drawer")
+    deep = apartment.generate_apartment(3, apartment.ApartmentConfig(required=(exact,), deep_drawers=True))
+    assert deep.objects[0].receptacle.startswith("kitchen_drawer")

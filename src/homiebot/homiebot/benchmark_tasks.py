@@ -71,7 +71,8 @@ def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, 
     the definition places itself, nothing of a `clear` kind or on `clear` furniture. Doors and drawers named in
     `open` start fully open.
     """
-    from habitat_bridge.apartment import ApartmentConfig, ObjectRequest, PlacementRefused, generate_apartment
+    from habitat_bridge.apartment import ApartmentConfig, generate_apartment
+    from habitat_bridge.placement import ObjectRequest, PlacementRefused
     from habitat_bridge.scene_spec import SceneSpecError
 
     requests = tuple(ObjectRequest(item.canonical, item.receptacle, item.region) for item in definition.objects)

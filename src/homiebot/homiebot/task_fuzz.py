@@ -1,7 +1,7 @@
 """The task fuzzer's pure part: seeded tasks over the catalog's combinations, with their expert plans, and the report.
 
 A *start place* is a (receptacle, region) where the apartment generator may put an object
-(`habitat_bridge.apartment.PLACEMENT_WEIGHTS`, every kitchen drawer on its own); a *destination* is a receptacle a
+(`habitat_bridge.placement.PLACEMENT_WEIGHTS`, every kitchen drawer on its own); a *destination* is a receptacle a
 Put can name. Every object kind the alias table can name is combined with every start place it fits in (its height
 within the region's clearance; a drawer takes tall objects only as a deep pot drawer), and the combinations are
 dealt out in an order shuffled by the seed. Task `index` of seed `seed` takes combination `index` (modulo their
@@ -27,7 +27,7 @@ from typing import Any
 
 from emmoe_core.names import default_alias_table
 from habitat_bridge import catalog, furniture
-from habitat_bridge.apartment import PLACEMENT_WEIGHTS
+from habitat_bridge.placement import PLACEMENT_WEIGHTS
 
 from homiebot.task_definitions import TaskDefinition, parse_definition
 
