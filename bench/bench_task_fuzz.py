@@ -47,8 +47,9 @@ def main() -> None:
     figures = {"command": f"python bench/bench_task_fuzz.py --n {args.n} --seed {args.seed} --setting "
                           f"{args.setting} --jobs {args.jobs}", "seconds": round(seconds, 1),
                "combinations_drawn": len(drawn), "combinations": every, "kinds": dict(kinds), "report": report}
-    (ROOT / "bench" / "results" / f"task_fuzz_{args.setting}.json").write_text(json.dumps(figures, indent=1) + "\n",
-                                                                                 encoding="utf-8")
+    results = ROOT / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"task_fuzz_{args.setting}.json").write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
