@@ -47,8 +47,8 @@ from emmoe_core.node_exit import EXIT_GRACE_S, StopWatch, threads_left
 from emmoe_core.ros_parameters import ROS_PARAMETER, ParameterSpec, declare_config
 
 __all__ = [
-    "CONFIG_ERRORS", "DISCOVERY_GRACE_S", "ROS_PARAMETER", "ActionOutcome", "CallStatus", "Cancel", "DiscoveryNotConfined", "ParameterSpec",
-    "PrivateNode", "ServiceOutcome", "WaitStatus", "await_condition", "await_future", "call_service",
+    "CONFIG_ERRORS", "DISCOVERY_GRACE_S", "ROS_PARAMETER", "ActionOutcome", "CallStatus", "Cancel",
+    "DiscoveryNotConfined", "ParameterSpec", "PrivateNode", "ServiceOutcome", "WaitStatus", "await_condition", "await_future", "call_service",
     "cancel_requested", "declare_config", "private_node", "send_action_goal", "spin_node",
     "wait_for_future", "wait_until",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 from emmoe_core.robot.layout import (
@@ -126,7 +127,14 @@ def object_start_pose(spec: SceneSpec, obj: SceneObject) -> tuple[float, float, 
     return x, y, region.center[2] + obj.size[2] / 2 + 0.002, region.yaw + obj.yaw
 
 
-def footprint_radius(obj: SceneObject) -> float:
+class Sized(Protocol):
+    """Anything with a bounding box (x, y, z) in metres: a scene object or an object kind."""
+
+    @property
+    def size(self) -> tuple[float, float, float]: ...
+
+
+def footprint_radius(obj: Sized) -> float:
     """Radius of the disc that covers an object's footprint."""
     return math.hypot(obj.size[0], obj.size[1]) / 2
 

@@ -80,21 +80,27 @@ def _requested_places(regions: list[tuple[layout.WorldSurface, float]], request:
                                                           if region.surface.part else region.surface.name))]
 
 
+def _room_above(places: list[tuple[layout.WorldSurface, float]], height: float,
+                ) -> list[tuple[layout.WorldSurface, float]]:
+    """The places with at least `height` metres of free height above them."""
+    return [(region, weight) for region, weight in places if region.surface.clearance >= height]
+
+
 def refusal(request: ObjectRequest, places: list[tuple[layout.WorldSurface, float]]) -> str:
     """Why `request`'s object cannot start in any of `places` ('' when one takes it)."""
     kind = catalog.OBJECT_KINDS[request.canonical]
-    radius = math.hypot(kind.size[0], kind.size[1]) / 2
     place = f"{request.receptacle} {request.region}".strip()
     if not places:
         starts = sorted({f"{short} {surface}" for short, surface in PLACEMENT_WEIGHTS})
         return f"{request.canonical}: objects never start in {place}; start places are: {', '.join(starts)}"
-    tall = [region for region, _ in places if region.surface.clearance >= kind.size[2]]
+    tall = [region for region, _ in _room_above(places, kind.size[2])]
     if not tall:
         room = max(region.surface.clearance for region, _ in places)
         hint = ("; deep_drawers: true gives the kitchen counter pot drawers"
                 if any(region.surface.part for region, _ in places) else "")
         return (f"{request.canonical} is {kind.size[2]:.2f} m tall and {place} has at most {room:.2f} m of room "
                 f"above its floor{hint}")
+    radius = layout.footprint_radius(kind)
     if not any(min(region.half) >= radius for region in tall):
         return f"{request.canonical} needs a {2 * radius:.2f} m wide spot and {place} has none"
     return ""
@@ -113,15 +119,15 @@ def place_objects(base: SceneSpec, requests: Sequence[ObjectRequest], rng: rando
     placed = []
     for request in requests:
         kind = catalog.OBJECT_KINDS[request.canonical]
-        radius = math.hypot(kind.size[0], kind.size[1]) / 2
-        fitting = [(region, weight) for region, weight in regions if region.surface.clearance >= kind.size[2]]
+        radius = layout.footprint_radius(kind)
+        fitting = _room_above(regions, kind.size[2])
         if request.receptacle:
             places = _requested_places(regions, request)
-            why = refusal(request, places)
-            if why and request.exact:
-                raise PlacementRefused(why)
-            chosen = [(region, weight) for region, weight in places if region.surface.clearance >= kind.size[2]]
-            fitting = chosen or fitting
+            if request.exact:
+                why = refusal(request, places)
+                if why:
+                    raise PlacementRefused(why)
+            fitting = _room_above(places, kind.size[2]) or fitting
         for _ in range(20):
             region = rng.choices([item[0] for item in fitting], [item[1] for item in fitting])[0]
             key = (region.receptacle, region.surface.name)
