@@ -93,8 +93,8 @@ def arm_speed(robot: FetchRobot, joint_states: list) -> float:
 
 def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_was(fake_fetch, spun):
     """The stop is timed on the robot's clock from a process that also runs the backend: a loaded machine can delay
-    the stop in this test's own executor, so the measurement gets three tries (the arm tucked again in between) and
-    one must meet every limit; each failed try's reason is reported."""
+    the stop in this test's own executor, so the measurement gets three tries (the arm tucked again and the base turned
+    to open floor in between) and one must meet every limit; each failed try's reason is reported."""
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Empty
@@ -120,8 +120,20 @@ def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_w
     operator.create_subscription(Odometry, FetchTopics().odom, on_odometry, 50)
     operator.create_subscription(JointState, FetchTopics().joint_states, joint_states.append, 50)
 
+    def face_open_floor() -> None:
+        """Turn in place until the laser sees 1.5 m of free floor ahead: each try drives about 0.4 m forward (the
+        fake Fetch does not back up), and near furniture the laser guard would cap the speed the test needs."""
+        deadline = robot.time + 12.0
+        while robot.clearance() < 1.5:
+            assert robot.time < deadline, f"no open floor around the robot: {robot.clearance():.2f} m ahead"
+            robot.set_base_velocity(0.0, 0.6)
+            robot.step(0.25)
+        robot.set_base_velocity(0.0, 0.0)
+        robot.step(0.5)
+
     def stop_while_moving() -> str:
         """Drive the base forward and swing the arm out, press stop; '' when every limit held."""
+        face_open_floor()
         odometry.clear(), joint_states.clear(), stopped_at.clear(), stop_requested.clear()
         robot.set_base_velocity(0.3, 0.0)
         robot.set_arm_targets(SWUNG_OUT)
@@ -132,12 +144,15 @@ def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_w
         while not (odometry and stamp_of(odometry[-1]) >= now - 1e-6):
             assert time.monotonic() < deadline, "the operator's odometry never caught up with the robot's clock"
             time.sleep(0.005)
-        assert odometry[-1].twist.twist.linear.x > 0.2, "the base never got going"
-        assert arm_speed(robot, joint_states) > 0.1, "the arm never got going"
+        if odometry[-1].twist.twist.linear.x <= 0.2:
+            return f"the base never got going: {odometry[-1].twist.twist.linear.x:.3f} m/s"
+        if arm_speed(robot, joint_states) <= 0.1:
+            return f"the arm never got going: {arm_speed(robot, joint_states):.3f} rad/s"
         arm_at_stop = robot.joint_positions(fetch.ARM_JOINTS)
         stop_requested.set()
         robot.step(0.6)
-        assert stopped_at, "no odometry after the stop was requested"
+        if not stopped_at:
+            return "no odometry after the stop was requested"
 
         def stamp(message) -> float:
             return stamp_of(message) - stopped_at[0]
@@ -157,8 +172,8 @@ def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_w
             return f"the arm was not moving at the stop: {before_stop}"
         if max(speed for at, speed in arm_speeds if at >= 0.1 - 1e-6) >= 0.05:
             return f"the arm was not below 0.05 rad/s within 100 ms: {arm_speeds[:8]}"
-        assert max(abs(a - b) for a, b in zip(arm_at_stop, robot.joint_positions(fetch.ARM_JOINTS))) < 0.1
-        return ""
+        drift = max(abs(a - b) for a, b in zip(arm_at_stop, robot.joint_positions(fetch.ARM_JOINTS)))
+        return f"the arm moved {drift:.3f} rad after the stop" if drift >= 0.1 else ""
 
     failures = []
     for _ in range(3):

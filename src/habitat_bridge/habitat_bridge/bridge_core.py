@@ -162,9 +162,9 @@ def video_views(available: tuple[str, ...]) -> dict[str, str]:
 
 # ---- conversions ------------------------------------------------------------------------------------------------
 def stamp(seconds: float) -> Time:
-    """builtin_interfaces/Time of a simulated time."""
-    whole = math.floor(seconds)
-    return Time(sec=int(whole), nanosec=int(round((seconds - whole) * 1e9)) % 1_000_000_000)
+    """builtin_interfaces/Time of a simulated time, rounded to the nanosecond (12.9999999999 s is 13 s, 0 ns)."""
+    whole, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
+    return Time(sec=int(whole), nanosec=int(nanosec))
 
 
 def seconds_of(time: Any) -> float:

@@ -142,6 +142,11 @@ def test_images_odometry_and_clock_conversions() -> None:
     pixels = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
     message = bridge_core.image_message(pixels, 12.25, "cam")
     assert (message.header.stamp.sec, message.header.stamp.nanosec) == (12, 250_000_000)
+    # A simulated clock summed from 20 ms ticks lands just under whole seconds: the stamp still rounds up to them.
+    clock = sum([0.02] * 650)
+    assert clock < 13.0
+    assert (bridge_core.stamp(clock).sec, bridge_core.stamp(clock).nanosec) == (13, 0)
+    assert bridge_core.seconds_of(bridge_core.stamp(2.999_999_999_7)) == 3.0
     assert np.array_equal(image_to_array(message), pixels)
     depth = np.array([[0.5, 1.5]], dtype=np.float32)
     assert np.array_equal(image_to_array(bridge_core.image_message(depth, 0.0, "cam")), depth)
