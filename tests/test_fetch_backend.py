@@ -21,6 +21,7 @@ pytest.importorskip("control_msgs")
 from emmoe_core.robot import fetch  # noqa: E402
 from emmoe_core.robot.state import BackendError  # noqa: E402
 
+from habitat_bridge.bridge_core import seconds_of  # noqa: E402
 from habitat_bridge.fetch.config import FetchConfig, FetchTopics  # noqa: E402
 from habitat_bridge.fetch.robot import FetchRobot  # noqa: E402
 from habitat_bridge.fetch.safety import SafetyConfig  # noqa: E402
@@ -106,7 +107,7 @@ def test_the_stop_topic_halts_a_moving_base_within_100_ms_and_the_arm_where_it_w
     stop_requested = threading.Event()
 
     def stamp_of(message) -> float:
-        return message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+        return seconds_of(message.header.stamp)
 
     def on_odometry(message) -> None:
         # The operator presses stop as a fresh odometry message arrives: the robot's clock is then that message's
