@@ -17,16 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from emmoe_core.closed_pipe import quiet_on_closed_pipe
+from emmoe_core.names import AliasTableError, load_alias_table
+
 from emmoe_eval.bag_recovery import unfinished_bag
 from emmoe_eval.bags import STEPS_TOPIC, BagError, read_bag_runs, with_unfinished_bags
-from emmoe_eval.closed_pipe import quiet_on_closed_pipe
 from emmoe_eval.compare import (DEFAULT_RESAMPLES, INDEPENDENCE_NOTE, REFERENCE_NOTE, CompareError, Comparison, Conditions,
                                 ReferenceComparison, Side, compare_reference, compare_sides, format_interval,
                                 parse_reference, read_conditions)
 from emmoe_eval.dataset import DatasetError, Task, load_task_attributes, load_tasks, split_names
 from emmoe_eval.experiments import SOURCES, ExperimentError, load_experiment
 from emmoe_eval.metrics import COMPAT_MODES, HEADLINE, Evaluation, ScoringConfig, ScoringError, evaluate
-from emmoe_core.names import AliasTableError, load_alias_table
 from emmoe_eval.runs import Run
 
 USER_ERRORS = (DatasetError, ExperimentError, ScoringError, BagError, AliasTableError, CompareError)

@@ -35,14 +35,14 @@ from rclpy.subscription import MessageInfo
 from sensor_msgs.msg import Image
 from std_srvs.srv import Trigger
 
-from emmoe_interfaces.msg import RunScore, StepRecord
-from emmoe_eval.benchmark_qos import scores_qos, steps_qos
 from emmoe_core.convert import PICTURE_ENCODINGS, image_to_array
+from emmoe_core.qos import scores_qos, steps_qos
 from emmoe_core.ros_helpers import declare_config, spin_node
-from emmoe_core.topics import SCORES_TOPIC, STEPS_TOPIC
+from emmoe_core.topics import SCORES_TOPIC, STEPS_TOPIC, VIDEO_TOPICS
+from emmoe_interfaces.msg import RunScore, StepRecord
+
 from emmoe_eval.recorder import Evaluator, EvaluatorConfig
 from emmoe_eval.records import run_info_from_record, step_from_record, view_arrays
-from emmoe_core.topics import VIDEO_TOPICS
 from emmoe_eval.videos import VideoConfig, VideoRecorder
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from emmoe_eval.benchmark_qos import scores_qos, steps_qos
+from emmoe_core.qos import scores_qos, steps_qos
 from emmoe_core.ros_helpers import WaitStatus, spin_until
 
 from emmoe_eval.cli import main

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emmoe_eval.benchmark_qos import scores_qos, steps_qos
+from emmoe_core.qos import scores_qos, steps_qos
 from emmoe_core.ros_helpers import WaitStatus, spin_until
 
 from emmoe_core.topics import HEAD_VIDEO_TOPIC, THIRD_PERSON_VIDEO_TOPIC

@@ -12,7 +12,7 @@ import pkgutil
 import sys
 from types import ModuleType
 
-from emmoe_eval.closed_pipe import quiet_on_closed_pipe
+from emmoe_core.closed_pipe import quiet_on_closed_pipe
 from emmoe_eval.dataset import DatasetError
 
 from homiebot import commands

@@ -126,7 +126,7 @@ class Stack:
         from emmoe_core.action_client import ActionClient
         from emmoe_core.ros_helpers import DISCOVERY_GRACE_S
         from rclpy.context import Context
-        from emmoe_eval.benchmark_qos import scores_qos
+        from emmoe_core.qos import scores_qos
 
         from emmoe_interfaces.action import RunTask
         from emmoe_interfaces.msg import RunScore

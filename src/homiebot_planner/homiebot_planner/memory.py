@@ -34,12 +34,21 @@ class ConversationRound:
 
 @dataclass(frozen=True)
 class ExecutedStep:
-    """A subtask the planner sent, whether it succeeded and the executor's feedback (what the expert backend and the
-    history need)."""
+    """A subtask the planner sent, whether it succeeded, the executor's feedback and error type (what the expert
+    backend and the history need)."""
 
     subtask: SubtaskText
     success: bool
     feedback: str | None = None
+    error_type: str | None = None
+
+    @property
+    def error(self) -> str | None:
+        """The EMMOE error type of a failed step: the executor's, else what its feedback reads as (replays of logs
+        that record no type); None for a success."""
+        if self.success:
+            return None
+        return self.error_type or classify_feedback(self.feedback)
 
 
 class PlannerMemory:
@@ -88,7 +97,7 @@ class PlannerMemory:
         return self.rounds[-self.window:]
 
     def record_execution(self, round_number: int, subtask: SubtaskText, success: bool, feedback: str | None,
-                         inventory_after: Sequence[str] | None = None) -> None:
+                         inventory_after: Sequence[str] | None = None, error_type: str | None = None) -> None:
         """Update history, feedback and inventory after a subtask was executed.
 
         Args:
@@ -100,9 +109,10 @@ class PlannerMemory:
                 it replaces the inventory. None in replays without an executor (benchmarks, tests): the release's
                 text rule is applied instead (a successful Pick appends the target, a successful Put or an E2 Put
                 drops it).
+            error_type: the executor's EMMOE error type of a failure (None where none was recorded).
         """
         self._history_entries.append(format_history_entry(round_number, subtask, success))
-        self.executed.append(ExecutedStep(subtask=subtask, success=success, feedback=feedback))
+        self.executed.append(ExecutedStep(subtask=subtask, success=success, feedback=feedback, error_type=error_type))
         text = (feedback or "").strip()
         self.feedback = None if success or text in ("", SUCCESS_FEEDBACK) else text
         if inventory_after is not None:

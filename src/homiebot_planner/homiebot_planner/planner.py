@@ -16,7 +16,6 @@ from emmoe_core.names import AliasTable, default_alias_table
 from emmoe_core.protocol import (
     OPEN_CONTAINER_OBJECTS,
     SubtaskText,
-    classify_feedback,
     format_subtask,
     is_small_object,
 )
@@ -221,7 +220,7 @@ class Planner:
         if not self.config.no_repeat or not self.memory.executed:
             return ()
         last = self.memory.executed[-1]
-        if not last.success and classify_feedback(last.feedback) in RETRYABLE_ERRORS:
+        if last.error in RETRYABLE_ERRORS:
             return ()
         return (format_subtask(last.subtask.action, last.subtask.target, last.subtask.place)[1:-1],)
 
@@ -287,7 +286,7 @@ class Planner:
                         gave_up=False, valid=is_valid(parsed), planning_seconds=elapsed)
 
     def record_result(self, decision: Decision, success: bool, feedback: str | None,
-                      inventory_after: Sequence[str] | None = None) -> None:
+                      inventory_after: Sequence[str] | None = None, error_type: str | None = None) -> None:
         """Update memory with the execution result of a decision.
 
         Args:
@@ -296,8 +295,10 @@ class Planner:
             feedback: the executor's feedback string.
             inventory_after: what the executor says the robot holds now (the source of truth in the live loop);
                 None only in replays without an executor, which then apply the release's text rule.
+            error_type: the executor's EMMOE error type of a failure (None where none was recorded).
         """
-        self.memory.record_execution(decision.round_number, decision.subtask, success, feedback, inventory_after)
+        self.memory.record_execution(decision.round_number, decision.subtask, success, feedback, inventory_after,
+                                     error_type)
 
 
 def vocabulary_names(table: AliasTable, shown: Callable[[str], str]) -> list[tuple[str, str]]:

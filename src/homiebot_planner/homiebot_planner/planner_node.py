@@ -26,7 +26,7 @@ from typing import Any
 from emmoe_core import topics
 from emmoe_core.action_client import ActionClient
 from emmoe_core.convert import subtask_message
-from emmoe_eval.benchmark_qos import steps_qos
+from emmoe_core.qos import steps_qos
 from emmoe_core.robot.messages import snapshot_from_query
 from emmoe_core.robot.scene import SceneSnapshot
 from emmoe_core.ros_helpers import CallStatus, ParameterSpec, call_service, declare_config, send_action_goal, \

@@ -247,7 +247,8 @@ class _EpisodeLoop:
             except EpisodeCancelled:
                 return self._marker(decision, EndReason.CANCELLED, "cancelled during execution"), None
         self.steps += 1
-        self.planner.record_result(decision, execution.success, execution.feedback, execution.inventory)
+        self.planner.record_result(decision, execution.success, execution.feedback, execution.inventory,
+                                   execution.error_type or None)
         end: tuple[EndReason, str, FaultSource | None] | None = None
         observed: Observed | None = None
         views: Sequence[Any] = self.views

@@ -57,3 +57,12 @@ def test_conversation_json_format(tmp_path: Path) -> None:
     assert json.loads(path.read_text(encoding="utf-8")) == [
         "USER:\nTask: t\nInventory: None\n...ASSISTANT:\nAnalysis: a\nSubtask: [End]\nModel: None\n"]
     assert [item.name for item in path.parent.iterdir()] == ["conversation.json"]
+
+
+def test_the_executors_error_type_is_trusted_and_the_feedback_read_only_without_one():
+    memory = PlannerMemory("task")
+    # a feedback text that reads as E1, recorded by the executor as D1 (the type is the executor's, not the text's)
+    memory.record_execution(1, SubtaskText("Pick", "apple"), False, feedback_for("E1", "Pick"), [], "D1")
+    memory.record_execution(2, SubtaskText("Pick", "apple"), False, feedback_for("E1", "Pick"))
+    memory.record_execution(3, SubtaskText("Pick", "apple"), True, "None", ["apple"], None)
+    assert [step.error for step in memory.executed] == ["D1", "E1", None]

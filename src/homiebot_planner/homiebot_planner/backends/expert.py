@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from emmoe_eval.dataset import DatasetError, InfoBlock, find_task, read_info, read_keypaths
 from emmoe_eval.metrics import KeypathMatcher, NameIndex
 from emmoe_core.names import AliasTable, default_alias_table
-from emmoe_core.protocol import SubtaskText, classify_feedback, default_model, parse_subtask
+from emmoe_core.protocol import SubtaskText, default_model, parse_subtask
 from emmoe_eval.runs import Step
 
 from homiebot_planner.backends.base import BackendError, EpisodeInfo, GenerationRequest, HistorySource, PlannerBackend
@@ -154,7 +154,7 @@ class ExpertBackend(PlannerBackend):
             if repair is not None:
                 return repair
         last = executed[-1] if executed else None
-        if (last is not None and not last.success and classify_feedback(last.feedback) == "D1"
+        if (last is not None and not last.success and last.error == "D1"
                 and _same_subtask(last.subtask, node.subtask, self._table)):
             return self._go_to(node.subtask.place or node.subtask.target, "it was too far away")
         return node
@@ -190,7 +190,7 @@ class ExpertBackend(PlannerBackend):
         thing, place = put.subtask.target, put.subtask.place
         failed_puts = [index for index, step in enumerate(executed) if step.subtask.action == "Put"
                        and not step.success and self._table.same(step.subtask.target, thing)]
-        dropped = bool(failed_puts) and classify_feedback(executed[failed_puts[-1]].feedback) == "E2"
+        dropped = bool(failed_puts) and executed[failed_puts[-1]].error == "E2"
         if not dropped and any(self._table.same(thing, item) for item in held):
             return None
         repair = (SubtaskText("Go to", thing), SubtaskText("Pick", thing), SubtaskText("Go to", place))
