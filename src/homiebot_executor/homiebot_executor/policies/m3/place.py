@@ -16,7 +16,7 @@ from homiebot_executor.policies import arm_motion as arm
 from homiebot_executor.policies.attempt import Stop
 from homiebot_executor.policies.m3.context import SkillContext
 from homiebot_executor.policies.m3.navigate import go_near
-from homiebot_executor.policies.m3.pick import reached_level
+from homiebot_executor.policies.m3.pick import reached_level, standing_distance
 from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Free height assumed above an object used as a place (nothing hangs over a bowl on a table).
@@ -43,7 +43,8 @@ def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     # Try the best few spots until one has a free standing place within reach.
     for index, (region, point) in enumerate(spots[:4]):
         try:
-            go_near(ctx, (point[0], point[1]), 0.4, ctx.config.reach - 0.05, layout.piece(region.furniture))
+            go_near(ctx, (point[0], point[1]), standing_distance(region), ctx.config.reach - 0.05,
+                    layout.piece(region.furniture))
             break
         except Stop as stop:
             if stop.status is not SkillStatus.UNREACHABLE or index == min(3, len(spots) - 1):
