@@ -175,6 +175,33 @@ class ArmIk:
         self._configuration.update(q)
         return best
 
+    def solutions(self, position: Sequence[float] | np.ndarray, rotation: np.ndarray) -> list[IkSolution]:
+        """Every distinct converged solution for the pose: from the configuration given by `set_robot` and from each
+        of RESTART_ARMS (different elbow and wrist branches reach one pose); leaves the start configuration in the
+        model."""
+        start = self._configuration.q.copy()
+        found: list[IkSolution] = []
+        for arm in (None, *RESTART_ARMS):
+            q = start.copy()
+            for name, value in zip(fetch.ARM_JOINTS, arm or ()):
+                q[self._qpos[name]] = value
+            self._configuration.update(q)
+            candidate = self._solve_from_current(position, rotation)
+            if candidate.converged and all(
+                    max(abs(candidate.joints[name] - other.joints[name]) for name in SOLVED_JOINTS) > 0.2
+                    for other in found):
+                found.append(candidate)
+        self._configuration.update(start)
+        return found
+
+    def limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of (torso, *arm joints); joints without limits (the rolls) get -pi..pi."""
+        bounds = []
+        for name in SOLVED_JOINTS:
+            joint = self._joint(name)
+            bounds.append(tuple(self.model.jnt_range[joint]) if self.model.jnt_limited[joint] else (-math.pi, math.pi))
+        return np.array([low for low, _ in bounds]), np.array([high for _, high in bounds])
+
     def _solve_from_current(self, position: Sequence[float] | np.ndarray, rotation: np.ndarray) -> IkSolution:
         target = mink.SE3.from_rotation_and_translation(mink.SO3.from_matrix(np.asarray(rotation, dtype=float)),
                                                         np.asarray(position, dtype=float))

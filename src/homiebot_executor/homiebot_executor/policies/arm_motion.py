@@ -12,6 +12,7 @@ from emmoe_core.robot import fetch
 
 from homiebot_executor.policies.arm_ik import grasp_rotation
 from homiebot_executor.policies.attempt import RobotContext, Stop
+from homiebot_executor.policies.joint_path import JointPathConfig, plan_joint_path
 from homiebot_executor.skills import SkillStatus
 
 # The arm raised in front, elbow high, gripper 0.43 m ahead at 1.07 m pointing down (with the torso at READY_TORSO):
@@ -65,22 +66,63 @@ def collides(ctx: RobotContext[Any], arm: Sequence[float], torso: float) -> bool
     return ctx.arm_collides(arm, torso)
 
 
-def route_arm(ctx: RobotContext[Any], arm: Sequence[float], torso: float, must_arrive: bool = False) -> None:
-    """Move to a configuration, through via poses when the straight joint move would hit furniture."""
+# The joint-space planner for arm moves that neither a straight move nor the via poses clear; the torso lift (metres)
+# counts four times in its distances (0.1 m of lift as 0.4 rad).
+ROUTE_PLANNER = JointPathConfig(step=0.4, max_samples=300, shortcut_tries=40)
+TORSO_SCALE = 4.0
+# An approach first tries a staging pose this far behind the pose before the target, then moves in along a line
+# (metres): the straight line keeps the hand clear of shelf boards a joint-space move would swing through.
+STAGING_BACK = 0.15
+
+Configuration = tuple[tuple[float, ...], float]
+
+
+def current_configuration(ctx: RobotContext[Any]) -> Configuration:
+    """The arm joints and torso lift now."""
     _, joints = ctx.joint_state()
-    start = (tuple(joints[name] for name in fetch.ARM_JOINTS), joints[fetch.TORSO_JOINT])
-    goal = (tuple(arm), torso)
-    route: list[tuple[tuple[float, ...], float]] = [goal]
+    return tuple(joints[name] for name in fetch.ARM_JOINTS), joints[fetch.TORSO_JOINT]
+
+
+def planned_route(ctx: RobotContext[Any], start: Configuration, goal: Configuration) -> list[Configuration] | None:
+    """A collision-free joint path from `start` to `goal` found by the RRT-Connect planner (None if none)."""
+    lower, upper = ctx.ik.limits()
+
+    def segment_free(a: np.ndarray, b: np.ndarray) -> bool:
+        return ctx.arm_path_free(tuple(a[1:]), float(a[0]), tuple(b[1:]), float(b[0]))
+
+    scale = (TORSO_SCALE,) + (1.0,) * len(fetch.ARM_JOINTS)
+    path = plan_joint_path((start[1], *start[0]), (goal[1], *goal[0]), lower, upper, segment_free, ROUTE_PLANNER,
+                           scale)
+    if path is None:
+        return None
+    return [(tuple(float(value) for value in node[1:]), float(node[0])) for node in path[1:]]
+
+
+def free_route(ctx: RobotContext[Any], goal: Configuration) -> list[Configuration] | None:
+    """Configurations to pass through to `goal` (the goal last) with every straight move clear: the straight move,
+    else through one or two via poses, else a planned path; None when none is found."""
+    start = current_configuration(ctx)
+    goal = (tuple(goal[0]), goal[1])
     candidates = [[goal]] + [[via, goal] for via in VIA_POSES] + \
         [[first, second, goal] for first in VIA_POSES for second in VIA_POSES if first is not second]
     for candidate in candidates:
         points = [start, *candidate]
         if all(ctx.arm_path_free(a[0], a[1], b[0], b[1]) for a, b in zip(points, points[1:])):
-            route = candidate
-            break
+            return candidate
+    return planned_route(ctx, start, goal)
+
+
+def follow(ctx: RobotContext[Any], route: Sequence[Configuration], must_arrive: bool = False) -> None:
+    """Move through the configurations of a route (settling only at the last)."""
     for index, (joints_target, torso_target) in enumerate(route):
         last = index == len(route) - 1
         move_arm(ctx, joints_target, torso_target, settle=5 if last else 1, must_arrive=must_arrive and last)
+
+
+def route_arm(ctx: RobotContext[Any], arm: Sequence[float], torso: float, must_arrive: bool = False) -> None:
+    """Move to a configuration along a free route (free_route), or straight when none is found."""
+    goal = (tuple(arm), torso)
+    follow(ctx, free_route(ctx, goal) or [goal], must_arrive)
 
 
 def tuck_arm(ctx: RobotContext[Any]) -> None:
@@ -132,26 +174,83 @@ def line(ctx: RobotContext[Any], start: np.ndarray, end: np.ndarray, rotation: n
 
 
 def approach(ctx: RobotContext[Any], point: np.ndarray, rotations: Sequence[np.ndarray],
-             back: float = 0.10) -> tuple[np.ndarray, np.ndarray]:
-    """Go to `back` metres before `point` along the approach of the first rotation that reaches both, with a
-    collision-free configuration before the target.
+             back: float = 0.10, check_way_in: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Go to `back` metres before `point` along the approach of the first rotation that reaches both: to the pose
+    before directly, else through a staging pose STAGING_BACK further back and a straight line in. Every
+    collision-free IK solution is tried (with `check_way_in`, only those whose way in stays clear up to halfway from
+    the pose before to `point`, where the fingers meet the object), along a free route; when no route is found for
+    any, the first of them is driven to straight.
 
     Returns:
         (rotation, the point before the target).
     """
-    base, joints = ctx.joint_state()
+    unrouted: list[tuple[np.ndarray, np.ndarray, Configuration]] = []
     for rotation in rotations:
         before = point - back * rotation[:, 0]
+        base, joints = ctx.joint_state()
         ctx.ik.set_robot(base, joints)
         if not ctx.ik.solve(point, rotation).converged:
             continue
-        ctx.ik.set_robot(base, joints)
-        solution = ctx.ik.solve(before, rotation)
-        if solution.converged and not collides(ctx, solution.arm, solution.torso):
-            route_arm(ctx, solution.arm, solution.torso, must_arrive=True)
+        way_in = [(before + point) / 2] if check_way_in else []
+        routeless: list[Configuration] = []
+        if _reach(ctx, before, rotation, way_in, routeless):
             return rotation, before
+        unrouted += [(rotation, before, configuration) for configuration in routeless]
+        staging = before - STAGING_BACK * rotation[:, 0]
+        if _reach(ctx, staging, rotation, [before, *way_in], []):
+            try:
+                line(ctx, staging, before, rotation, 2)
+                return rotation, before
+            except Stop as stop:
+                if stop.status is not SkillStatus.UNREACHABLE:
+                    raise
+    if unrouted:
+        rotation, before, (arm, torso) = unrouted[0]
+        route_arm(ctx, arm, torso, must_arrive=True)
+        return rotation, before
     solve(ctx, point, rotations)
     raise Stop(SkillStatus.UNREACHABLE, "no collision-free approach pose before the target")
+
+
+def _reach(ctx: RobotContext[Any], position: np.ndarray, rotation: np.ndarray, onward: Sequence[np.ndarray],
+           routeless: list[Configuration]) -> bool:
+    """Move to an IK solution of the pose along a free route, trying each solution whose way on through the
+    `onward` grasp points stays clear (True when one is reached); the clear solutions no route was found to are
+    added to `routeless`."""
+    base, joints = ctx.joint_state()
+    ctx.ik.set_robot(base, joints)
+    for solution in ctx.ik.solutions(position, rotation):
+        if not _clear_onward(ctx, base, joints, (solution.arm, solution.torso), onward, rotation):
+            continue
+        route = free_route(ctx, (solution.arm, solution.torso))
+        if route is None:
+            routeless.append((solution.arm, solution.torso))
+            continue
+        try:
+            follow(ctx, route, must_arrive=True)
+            return True
+        except Stop as stop:
+            if stop.status is not SkillStatus.UNREACHABLE:
+                raise
+    return False
+
+
+def _clear_onward(ctx: RobotContext[Any], base: tuple[float, float, float], joints: dict[str, float],
+                  start: Configuration, onward: Sequence[np.ndarray], rotation: np.ndarray) -> bool:
+    """Whether `start` is collision-free and the grasp point's way on through `onward` (IK continued from it, as
+    `line` moves) converges and stays clear."""
+    if collides(ctx, *start):
+        return False
+    previous = start
+    for position in onward:
+        seeded = dict(joints, **dict(zip(fetch.ARM_JOINTS, previous[0])), **{fetch.TORSO_JOINT: previous[1]})
+        ctx.ik.set_robot(base, seeded)
+        solution = ctx.ik.solve(position, rotation)
+        following = (solution.arm, solution.torso)
+        if not solution.converged or not ctx.arm_path_free(previous[0], previous[1], *following):
+            return False
+        previous = following
+    return True
 
 
 def grip(ctx: RobotContext[Any]) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ drawer, in front of its handle; for a room, nearest its centre.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 from emmoe_core.robot.layout import FurnitureLayout
@@ -22,11 +23,23 @@ FRONT_MODELS: tuple[str, ...] = ("counter", "deep_counter", "fridge", "cabinet",
                                  "tv")
 
 
-def planner(ctx: SkillContext) -> GridPlanner:
-    """A planner on the current occupancy grid, inflated by the robot's radius and the clearance."""
+def planner(ctx: SkillContext, clearance: bool = True) -> GridPlanner:
+    """A planner on the current occupancy grid, inflated by the robot's radius and (unless `clearance` is False)
+    the clearance."""
     with ctx.lock:
         grid = ctx.backend.occupancy_grid(ctx.config.grid_resolution)
-    return GridPlanner(grid, ctx.config.robot_radius + ctx.config.clearance)
+    return GridPlanner(grid, ctx.config.robot_radius + (ctx.config.clearance if clearance else 0.0))
+
+
+def planners(ctx: SkillContext, x: float, y: float) -> Iterator[tuple[GridPlanner, GeodesicField]]:
+    """Planners with the clearance margin, then without it (the base then fits gaps a few centimetres too narrow
+    with it, such as between an open fridge door and a cabinet), each with its field from (x, y); a planner whose
+    start cell is boxed in is skipped."""
+    for clearance in (True, False):
+        grid_planner = planner(ctx, clearance)
+        field_ = grid_planner.geodesic_from(x, y)
+        if field_ is not None:
+            yield grid_planner, field_
 
 
 def cells(grid_planner: GridPlanner) -> tuple[np.ndarray, np.ndarray]:
@@ -96,12 +109,15 @@ def navigate(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     nav_success_distance of the spot and the contact force stayed under the limit."""
     ctx.phase("plan")
     x, y, _ = ctx.base()
-    grid_planner = planner(ctx)
-    field_ = grid_planner.geodesic_from(x, y)
-    if field_ is None:
+    boxed_in = True
+    for grid_planner, field_ in planners(ctx, x, y):
+        boxed_in = False
+        cost, face = spot_cost(ctx, goal.target, grid_planner)
+        spot = best_cell(field_, cost)
+        if spot is not None:
+            break
+    if boxed_in:
         return SkillStatus.NO_PATH, "the robot is boxed in: no free cell around the base"
-    cost, face = spot_cost(ctx, goal.target, grid_planner)
-    spot = best_cell(field_, cost)
     if spot is None:
         return SkillStatus.NO_PATH, f"no reachable standing spot near {goal.target}"
     spot_xy = grid_planner.grid.center_of(*spot)
@@ -162,19 +178,22 @@ def go_near(ctx: SkillContext, point: tuple[float, float], min_distance: float, 
     if min_distance <= here <= max_distance and facing and clear and penalty < 0.05:
         return
     ctx.phase("position_base")
-    grid_planner = planner(ctx)
-    field_ = grid_planner.geodesic_from(x, y)
-    if field_ is None:
+    boxed_in = True
+    for grid_planner, field_ in planners(ctx, x, y):
+        boxed_in = False
+        gx, gy = cells(grid_planner)
+        distance = np.hypot(gx - point[0], gy - point[1])
+        allowed = (distance >= min_distance) & (distance <= max_distance)
+        if forbidden is not None:
+            allowed &= ~forbidden(gx, gy)
+        if preferred is None:
+            preferred = min_distance + 0.4 * (max_distance - min_distance)
+        cost = np.where(allowed, np.abs(distance - preferred) + front_penalty(piece, gx, gy), np.inf)
+        spot = best_cell(field_, cost)
+        if spot is not None:
+            break
+    if boxed_in:
         raise Stop(SkillStatus.NO_PATH, "the robot is boxed in")
-    gx, gy = cells(grid_planner)
-    distance = np.hypot(gx - point[0], gy - point[1])
-    allowed = (distance >= min_distance) & (distance <= max_distance)
-    if forbidden is not None:
-        allowed &= ~forbidden(gx, gy)
-    if preferred is None:
-        preferred = min_distance + 0.4 * (max_distance - min_distance)
-    cost = np.where(allowed, np.abs(distance - preferred) + front_penalty(piece, gx, gy), np.inf)
-    spot = best_cell(field_, cost)
     if spot is None:
         raise Stop(SkillStatus.UNREACHABLE, f"no free standing spot {min_distance:.2f}-{max_distance:.2f} m from "
                                             f"({point[0]:.2f}, {point[1]:.2f})")

@@ -17,12 +17,20 @@ from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Regions with less free height than this above them are reached with a level gripper (metres).
 LEVEL_BELOW_CLEARANCE = 0.6
+# Closest the base stands to what it reaches on a shelf behind a door (fridge, wall cabinet; metres): right against
+# the carcass the shoulder cannot rise into the opening without hitting the frame.
+BEHIND_DOOR_STANDING = 0.7
 
 
 def reached_level(region: SupportRegion | None) -> bool:
     """Whether things on a region are reached with a level gripper: the region has a board or shelf close above
     it (fridge and cabinet shelves, open shelving); a drawer is pulled out from under the top, so it is not."""
     return region is not None and not region.part and region.clearance < LEVEL_BELOW_CLEARANCE
+
+
+def standing_distance(region: SupportRegion | None) -> float:
+    """Closest the base stands to an object on `region` (metres): further back on shelves behind a door."""
+    return BEHIND_DOOR_STANDING if region is not None and region.inside and not region.part else 0.4
 
 
 def region_of(ctx: SkillContext, state: InstanceState) -> SupportRegion | None:
@@ -40,14 +48,15 @@ def pick(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     if state.kind != "object":
         return SkillStatus.UNKNOWN_TARGET, f"{goal.target} is not a graspable object"
     centre = np.array(state.pose.position)
-    go_near(ctx, (centre[0], centre[1]), 0.4, ctx.config.reach, ctx.furniture_of(state.name))
+    region = region_of(ctx, state)
+    go_near(ctx, (centre[0], centre[1]), standing_distance(region), ctx.config.reach, ctx.furniture_of(state.name))
     x, y, _ = ctx.base()
     yaw = math.atan2(centre[1] - y, centre[0] - x)
-    level = reached_level(region_of(ctx, state))
+    level = reached_level(region)
     grasp_point = centre.copy()
     grasp_point[2] = max(centre[2], centre[2] + state.size[2] / 2 - 0.03)
     ctx.phase("approach")
-    rotation, before = arm.approach(ctx, grasp_point, arm.rotations(yaw, level))
+    rotation, before = arm.approach(ctx, grasp_point, arm.rotations(yaw, level), check_way_in=True)
     ctx.phase("grasp")
     arm.line(ctx, before, grasp_point, rotation, 2)
     with ctx.lock:

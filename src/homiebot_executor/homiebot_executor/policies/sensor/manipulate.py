@@ -95,7 +95,7 @@ def reach_object(ctx: SensorContext, sighting: Sighting
     yaw = math.atan2(grasp[1] - y, grasp[0] - x)
     ctx.ignore(sighting.points)
     ctx.phase("approach")
-    rotation, before = arm.approach(ctx, grasp, grasp_rotations(yaw, covered(ctx, grasp)))
+    rotation, before = arm.approach(ctx, grasp, grasp_rotations(yaw, covered(ctx, grasp)), check_way_in=True)
     ctx.phase("grasp")
     arm.line(ctx, before, grasp, rotation, 2)
     return sighting, grasp, rotation, before
