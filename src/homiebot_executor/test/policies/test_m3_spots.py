@@ -10,7 +10,7 @@ from emmoe_core.robot.layout import SupportRegion
 from emmoe_core.robot.state import InstanceState, Pose
 
 from homiebot_executor.policies.m3.pick import BEHIND_DOOR_STANDING, standing_distance
-from homiebot_executor.policies.m3.place import INSIDE_MAX_DEPTH, INSIDE_SIDE_ROOM, free_spots
+from homiebot_executor.policies.m3.place import INSIDE_FRONT_DEPTH, INSIDE_SIDE_ROOM, free_spots
 
 # A fridge shelf 0.64 m wide and 0.56 m deep, its front edge at y = 0.0 (the robot stands at negative y).
 SHELF = SupportRegion("fridge_0", "shelf_0", "fridge_0", (0.0, 0.28, 0.6), (0.32, 0.28), 0.0, inside=True,
@@ -33,28 +33,34 @@ class Scene:
         return [HELD, *self._others]
 
 
-def test_spots_behind_a_door_stay_near_the_front_and_clear_of_the_side_walls():
+def test_spots_behind_a_door_are_near_the_front_and_clear_of_the_side_walls():
     radius = math.hypot(*HELD.size[:2]) / 2
     spots = free_spots(Scene([]), [SHELF], HELD, (-0.6, -0.6))  # type: ignore[arg-type]
     assert spots
-    for _, (x, y, _) in spots:
-        assert y <= INSIDE_MAX_DEPTH + 1e-9
-        assert abs(x) <= SHELF.half[0] - radius - INSIDE_SIDE_ROOM + 1e-9
-    # the robot stands off to the left, yet the best spot is nearer the middle of the opening than the side
-    assert abs(spots[0][1][0]) < 0.1
+    assert all(abs(x) <= SHELF.half[0] - radius - INSIDE_SIDE_ROOM + 1e-9 for _, (x, _, _) in spots)
+    # the robot stands off to the left, yet the best spot is near the front, nearer the middle than the side
+    best = spots[0][1]
+    assert best[1] <= INSIDE_FRONT_DEPTH and abs(best[0]) < 0.1
+
+
+def test_deeper_spots_behind_a_door_remain_when_the_front_is_taken():
+    row = [InstanceState(f"box_{i}", "003_cracker_box", "object", Pose((x, 0.12, 0.7)), (0.16, 0.2, 0.2))
+           for i, x in enumerate((-0.2, 0.0, 0.2))]
+    spots = free_spots(Scene(row), [SHELF], HELD, (0.0, -0.6))  # type: ignore[arg-type]
+    assert spots and spots[0][1][1] > INSIDE_FRONT_DEPTH
 
 
 def test_spots_on_open_furniture_use_the_whole_top_and_lean_towards_the_robot():
     spots = free_spots(Scene([]), [TABLE], HELD, (-0.6, -0.6))  # type: ignore[arg-type]
     assert spots[0][1][0] < -0.2, "nearest the robot, with no centring outside containers"
-    assert max(y for _, (_, y, _) in spots) > INSIDE_MAX_DEPTH
+    assert max(y for _, (_, y, _) in spots) > INSIDE_FRONT_DEPTH
 
 
 def test_a_drawer_is_used_to_its_back_and_objects_in_the_way_are_avoided():
     blocker = InstanceState("mug_0", "025_mug", "object", Pose((0.0, 0.05, 0.55)), (0.1, 0.1, 0.1))
     spots = free_spots(Scene([blocker]), [DRAWER], HELD, (0.0, -0.6))  # type: ignore[arg-type]
     assert spots
-    assert max(y for _, (_, y, _) in spots) > INSIDE_MAX_DEPTH, "drawers are reached from above"
+    assert max(y for _, (_, y, _) in spots) > INSIDE_FRONT_DEPTH, "drawers are reached from above"
     assert all(math.dist((x, y), (0.0, 0.05)) > 0.1 for _, (x, y, _) in spots)
 
 
