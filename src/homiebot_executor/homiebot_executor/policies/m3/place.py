@@ -21,14 +21,6 @@ from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Free height assumed above an object used as a place (nothing hangs over a bowl on a table).
 OBJECT_PLACE_CLEARANCE = 1.0
-# Inside a container (fridge, cabinet, drawer) the hand comes in through the opening: spots keep this much more room
-# to the side walls (metres), and each metre off the middle of the opening costs as much as INSIDE_CENTRING metres of
-# distance from the robot; on a shelf behind a door (the base stands outside the carcass) each metre deeper than
-# INSIDE_FRONT_DEPTH behind the front edge costs INSIDE_DEPTH_COST metres more.
-INSIDE_SIDE_ROOM = 0.05
-INSIDE_CENTRING = 2.0
-INSIDE_FRONT_DEPTH = 0.25
-INSIDE_DEPTH_COST = 3.0
 
 
 def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
@@ -149,11 +141,8 @@ def free_spots(ctx: SkillContext, regions: Sequence[SupportRegion], obj: Instanc
         if region.clearance < obj.size[2] + 0.03:
             continue
         margin_u, margin_v = region.half[0] - radius, region.half[1] - radius
-        if region.inside:
-            margin_u -= INSIDE_SIDE_ROOM
         if margin_u < 0 or margin_v < 0:
             continue
-        behind_door = region.inside and not region.part
         near = [other for other in others if abs(other.pose.position[2] - region.center[2]) < 0.35]
         for u in np.linspace(-margin_u, margin_u, max(2, int(2 * margin_u / 0.05) + 1)):
             for v in np.linspace(-margin_v, margin_v, max(2, int(2 * margin_v / 0.05) + 1)):
@@ -161,9 +150,7 @@ def free_spots(ctx: SkillContext, regions: Sequence[SupportRegion], obj: Instanc
                 if any(math.dist((x, y), other.pose.position[:2]) <
                        radius + math.hypot(other.size[0], other.size[1]) / 2 + 0.03 for other in near):
                     continue
-                score = math.dist((x, y), base) + 0.5 * abs(region.center[2] - 0.85) + \
-                    (INSIDE_CENTRING * abs(float(u)) if region.inside else 0.0) + \
-                    (INSIDE_DEPTH_COST * max(float(v) + region.half[1] - INSIDE_FRONT_DEPTH, 0.0) if behind_door else 0.0)
+                score = math.dist((x, y), base) + 0.5 * abs(region.center[2] - 0.85)
                 scored.append((score, region, (x, y, region.center[2])))
     scored.sort(key=lambda item: item[0])
     chosen: list[tuple[SupportRegion, tuple[float, float, float]]] = []
