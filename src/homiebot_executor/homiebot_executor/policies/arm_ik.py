@@ -162,11 +162,7 @@ class ArmIk:
         for arm in RESTART_ARMS:
             if best.converged:
                 break
-            q = start.copy()
-            for name, value in zip(fetch.ARM_JOINTS, arm):
-                q[self._qpos[name]] = value
-            self._configuration.update(q)
-            candidate = self._solve_from_current(position, rotation)
+            candidate = self._solve_from_seed(start, arm, position, rotation)
             if candidate.converged or candidate.position_error < best.position_error:
                 best = candidate
         q = start.copy()
@@ -182,17 +178,22 @@ class ArmIk:
         start = self._configuration.q.copy()
         found: list[IkSolution] = []
         for arm in (None, *RESTART_ARMS):
-            q = start.copy()
-            for name, value in zip(fetch.ARM_JOINTS, arm or ()):
-                q[self._qpos[name]] = value
-            self._configuration.update(q)
-            candidate = self._solve_from_current(position, rotation)
+            candidate = self._solve_from_seed(start, arm, position, rotation)
             if candidate.converged and all(
                     max(abs(candidate.joints[name] - other.joints[name]) for name in SOLVED_JOINTS) > 0.2
                     for other in found):
                 found.append(candidate)
         self._configuration.update(start)
         return found
+
+    def _solve_from_seed(self, start: np.ndarray, arm: Sequence[float] | None, position: Sequence[float] | np.ndarray,
+                         rotation: np.ndarray) -> IkSolution:
+        """A solve from `start` with the arm joints set to `arm` (None: `start` as it is)."""
+        q = start.copy()
+        for name, value in zip(fetch.ARM_JOINTS, arm or ()):
+            q[self._qpos[name]] = value
+        self._configuration.update(q)
+        return self._solve_from_current(position, rotation)
 
     def limits(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of (torso, *arm joints); joints without limits (the rolls) get -pi..pi."""

@@ -8,7 +8,7 @@ drawer, in front of its handle; for a room, nearest its centre.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import numpy as np
 from emmoe_core.robot.layout import FurnitureLayout
@@ -31,15 +31,23 @@ def planner(ctx: SkillContext, clearance: bool = True) -> GridPlanner:
     return GridPlanner(grid, ctx.config.robot_radius + (ctx.config.clearance if clearance else 0.0))
 
 
-def planners(ctx: SkillContext, x: float, y: float) -> Iterator[tuple[GridPlanner, GeodesicField]]:
-    """Planners with the clearance margin, then without it (the base then fits gaps a few centimetres too narrow
-    with it, such as between an open fridge door and a cabinet), each with its field from (x, y); a planner whose
-    start cell is boxed in is skipped."""
+def standing_cell(ctx: SkillContext, cost_of: Callable[[GridPlanner], np.ndarray]
+                  ) -> tuple[GridPlanner, GeodesicField, tuple[int, int] | None] | None:
+    """The reachable cell of least cost (`cost_of` a planner's grid) from the base, with its planner and field: on the
+    grid inflated with the clearance margin, else without it (the base then fits gaps a few centimetres too narrow
+    with it, such as between an open fridge door and a cabinet). The cell is None when neither grid has one; None
+    when the base is boxed in on both."""
+    x, y, _ = ctx.base()
+    found = None
     for clearance in (True, False):
         grid_planner = planner(ctx, clearance)
         field_ = grid_planner.geodesic_from(x, y)
-        if field_ is not None:
-            yield grid_planner, field_
+        if field_ is None:
+            continue
+        found = (grid_planner, field_, best_cell(field_, cost_of(grid_planner)))
+        if found[2] is not None:
+            break
+    return found
 
 
 def cells(grid_planner: GridPlanner) -> tuple[np.ndarray, np.ndarray]:
@@ -108,18 +116,19 @@ def navigate(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     """Plan, pick a standing spot, drive there and face the target. Success (release rule): the base ends within
     nav_success_distance of the spot and the contact force stayed under the limit."""
     ctx.phase("plan")
-    x, y, _ = ctx.base()
-    boxed_in = True
-    for grid_planner, field_ in planners(ctx, x, y):
-        boxed_in = False
-        cost, face = spot_cost(ctx, goal.target, grid_planner)
-        spot = best_cell(field_, cost)
-        if spot is not None:
-            break
-    if boxed_in:
+    faces: list[tuple[float, float] | None] = [None]
+
+    def cost_of(grid_planner: GridPlanner) -> np.ndarray:
+        cost, faces[0] = spot_cost(ctx, goal.target, grid_planner)
+        return cost
+
+    found = standing_cell(ctx, cost_of)
+    if found is None:
         return SkillStatus.NO_PATH, "the robot is boxed in: no free cell around the base"
+    grid_planner, field_, spot = found
     if spot is None:
         return SkillStatus.NO_PATH, f"no reachable standing spot near {goal.target}"
+    face = faces[0]
     spot_xy = grid_planner.grid.center_of(*spot)
     drive(ctx, grid_planner, field_, spot, face)
     bx, by, _ = ctx.base()
@@ -178,22 +187,23 @@ def go_near(ctx: SkillContext, point: tuple[float, float], min_distance: float, 
     if min_distance <= here <= max_distance and facing and clear and penalty < 0.05:
         return
     ctx.phase("position_base")
-    boxed_in = True
-    for grid_planner, field_ in planners(ctx, x, y):
-        boxed_in = False
+    if preferred is None:
+        preferred = min_distance + 0.4 * (max_distance - min_distance)
+    best_distance = preferred
+
+    def cost_of(grid_planner: GridPlanner) -> np.ndarray:
         gx, gy = cells(grid_planner)
         distance = np.hypot(gx - point[0], gy - point[1])
         allowed = (distance >= min_distance) & (distance <= max_distance)
         if forbidden is not None:
             allowed &= ~forbidden(gx, gy)
-        if preferred is None:
-            preferred = min_distance + 0.4 * (max_distance - min_distance)
-        cost = np.where(allowed, np.abs(distance - preferred) + front_penalty(piece, gx, gy), np.inf)
-        spot = best_cell(field_, cost)
-        if spot is not None:
-            break
-    if boxed_in:
+        cost: np.ndarray = np.where(allowed, np.abs(distance - best_distance) + front_penalty(piece, gx, gy), np.inf)
+        return cost
+
+    found = standing_cell(ctx, cost_of)
+    if found is None:
         raise Stop(SkillStatus.NO_PATH, "the robot is boxed in")
+    grid_planner, field_, spot = found
     if spot is None:
         raise Stop(SkillStatus.UNREACHABLE, f"no free standing spot {min_distance:.2f}-{max_distance:.2f} m from "
                                             f"({point[0]:.2f}, {point[1]:.2f})")
