@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from emmoe_core.names import default_alias_table
+from emmoe_core.robot.layout import PUT_HEADROOM
 
 from habitat_bridge import catalog, layout
 from habitat_bridge.scene_spec import SceneObject, SceneSpec, SceneSpecError
@@ -88,22 +89,41 @@ def _room_above(places: list[tuple[layout.WorldSurface, float]], height: float,
 
 def refusal(request: ObjectRequest, places: list[tuple[layout.WorldSurface, float]]) -> str:
     """Why `request`'s object cannot start in any of `places` ('' when one takes it)."""
-    kind = catalog.OBJECT_KINDS[request.canonical]
     place = f"{request.receptacle} {request.region}".strip()
     if not places:
         starts = sorted({f"{short} {surface}" for short, surface in PLACEMENT_WEIGHTS})
         return f"{request.canonical}: objects never start in {place}; start places are: {', '.join(starts)}"
-    tall = [region for region, _ in _room_above(places, kind.size[2])]
+    regions = [region for region, _ in places]
+    hint = ("; deep_drawers: true gives the kitchen counter pot drawers"
+            if any(region.surface.part for region in regions) else "")
+    return _misfit(request.canonical, place, regions, 0.0, hint)
+
+
+def _misfit(canonical: str, place: str, regions: Sequence[layout.WorldSurface], headroom: float, hint: str) -> str:
+    """Why an object of kind `canonical` fits none of `regions` of `place` ('' when one takes it): too tall for all
+    (with `headroom` above it; `hint` follows that message), or too wide for every one tall enough."""
+    kind = catalog.OBJECT_KINDS[canonical]
+    tall = [region for region in regions if region.surface.clearance >= kind.size[2] + headroom]
     if not tall:
-        room = max(region.surface.clearance for region, _ in places)
-        hint = ("; deep_drawers: true gives the kitchen counter pot drawers"
-                if any(region.surface.part for region, _ in places) else "")
-        return (f"{request.canonical} is {kind.size[2]:.2f} m tall and {place} has at most {room:.2f} m of room "
-                f"above its floor{hint}")
+        room = max(region.surface.clearance for region in regions)
+        return f"{canonical} is {kind.size[2]:.2f} m tall and {place} has at most {room:.2f} m of room above its " \
+               f"floor{hint}"
     radius = layout.footprint_radius(kind)
     if not any(min(region.half) >= radius for region in tall):
-        return f"{request.canonical} needs a {2 * radius:.2f} m wide spot and {place} has none"
+        return f"{canonical} needs a {2 * radius:.2f} m wide spot and {place} has none"
     return ""
+
+
+def put_refusal(spec: SceneSpec, canonical: str, place: str) -> str:
+    """Why no Fetch can put an object of kind `canonical` on or in the furniture `place` names: too tall for every
+    region of it (with the put's headroom) or too wide for every one tall enough. '' when a region takes it, or when
+    `place` names no furniture of the scene (an object, a room)."""
+    wanted = default_alias_table().canonicals(place) | {place}
+    regions = [region for region in layout.world_surfaces(spec) if region.furniture.canonical in wanted]
+    if not regions:
+        return ""
+    return _misfit(canonical, place, regions, PUT_HEADROOM, f" (a put needs {PUT_HEADROOM:.2f} m more than the "
+                                                            f"object)")
 
 
 def place_objects(base: SceneSpec, requests: Sequence[ObjectRequest], rng: random.Random,

@@ -9,9 +9,11 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
+from emmoe_core.robot import fetch
 from emmoe_core.robot.state import VIEWS, BackendError, UnknownNameError
 
 from habitat_bridge import apartment
+from habitat_bridge.backends import fetch_model
 from habitat_bridge.backends.mujoco_backend import MujocoBackend
 from habitat_bridge.backends.mujoco_index import GRIP_SITE
 from habitat_bridge.scene_spec import Furniture, Pose2D, RobotStart, Room, SceneObject, SceneSpec, Wall
@@ -175,6 +177,36 @@ def test_weld_grasp_carries_and_releases_an_object(fresh: MujocoBackend) -> None
     assert fresh.held_object() is None
     assert fresh.object_states(["apple_0"])[0].pose.position[2] < 0.1  # fell to the floor
     assert "apple_0" not in fresh.relations()
+
+
+def test_a_released_object_ignores_the_hand_until_the_hand_is_clear_of_it(fresh: MujocoBackend) -> None:
+    model = fresh.model
+    _put_object_at_gripper(fresh, "apple_0")
+    assert fresh.close_gripper() == "apple_0"
+    apple = model.geom_bodyid == fresh.model.body("obj/apple_0").id
+    assert fresh.open_gripper() == "apple_0"
+    fresh.step(0.1)  # the fingers are still around it: no contact with the robot yet
+    assert not np.any(model.geom_conaffinity[apple] & fetch_model.ROBOT_BIT)
+    base = fresh.robot_state().base
+    fresh.teleport_base(base.position[0] + 0.8, base.position[1], base.yaw)
+    fresh.step(0.1)
+    assert np.all(model.geom_conaffinity[apple] & fetch_model.ROBOT_BIT)
+
+
+def test_the_arm_check_carries_a_held_object_with_the_gripper(fresh: MujocoBackend) -> None:
+    _put_object_at_gripper(fresh, "apple_0")
+    assert fresh.close_gripper() == "apple_0"
+    fresh.step(0.2)
+    checker = fresh._checker()
+    state = fresh.robot_state()
+    joints = dict(zip(state.joint_names, state.joint_positions))
+    arm = [joints[name] + 0.3 for name in fetch.ARM_JOINTS]
+    checker.collides(arm, joints[fetch.TORSO_JOINT])
+    scratch, live = checker._scratch, fresh.data
+    gripper, apple = fresh.model.body("fetch/gripper_link").id, fresh.model.body("obj/apple_0").id
+    assert np.linalg.norm(scratch.xpos[gripper] - live.xpos[gripper]) > 0.05  # the arm moved in the scratch copy
+    assert np.linalg.norm(scratch.xpos[apple] - scratch.xpos[gripper]) == pytest.approx(
+        np.linalg.norm(live.xpos[apple] - live.xpos[gripper]), abs=1e-6)  # and the apple with it
 
 
 def test_start_relations_match_the_spec(fresh: MujocoBackend, compact_spec: SceneSpec) -> None:

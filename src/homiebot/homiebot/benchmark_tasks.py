@@ -84,6 +84,7 @@ def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, 
     except SceneSpecError as error:
         raise TaskDefinitionError(f"task {definition.task_id}: no scene for draw {draw}: {error}; name another seed "
                                   f"or fewer objects") from error
+    _refuse_impossible_puts(definition, spec)
     furniture_kind = {piece.name: piece.canonical for piece in spec.furniture}
     for piece in spec.furniture:
         for articulation in piece.articulations:
@@ -103,6 +104,21 @@ def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, 
         for part in piece.articulations)) for piece in spec.furniture)
     name = f"emmoe_task_{definition.task_id}" if seed is None else f"emmoe_task_{definition.task_id}_seed_{seed}"
     return replace(spec, name=name, furniture=furniture, objects=required + kept).to_dict()
+
+
+def _refuse_impossible_puts(definition: TaskDefinition, spec: Any) -> None:
+    """Raise when an expert Put names furniture that no region of takes its object (habitat_bridge.placement)."""
+    from habitat_bridge.placement import put_refusal
+
+    table = default_alias_table()
+    for step in definition.expert:
+        subtask = step.subtask
+        if subtask.action != "Put" or not subtask.place:
+            continue
+        kinds = [item.canonical for item in definition.objects if table.matches(subtask.target, item.canonical)]
+        why = put_refusal(spec, kinds[0], subtask.place) if kinds else ""
+        if why:
+            raise TaskDefinitionError(f"task {definition.task_id}: a Fetch cannot do this task: {why}")
 
 
 def expert_reaches_the_goal(definition: TaskDefinition) -> bool:

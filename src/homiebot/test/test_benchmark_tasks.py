@@ -241,6 +241,36 @@ def test_an_object_asked_for_where_it_cannot_start_is_refused(tmp_path, place, m
         build_tasks({7: definition}, tmp_path)
 
 
+def test_a_put_where_no_region_takes_the_object_is_refused(tmp_path, monkeypatch):
+    """Every catalog object fits some region of every destination; a bleach bottle grown to half a metre across
+    still fits on the brown table but on no region of the white shelf, and the builder says so."""
+    from dataclasses import replace
+
+    from habitat_bridge import catalog
+
+    monkeypatch.setitem(catalog.OBJECT_KINDS, "021_bleach_cleanser", replace(
+        catalog.OBJECT_KINDS["021_bleach_cleanser"], size=(0.5, 0.5, 0.1)))
+
+    def task(place: str) -> dict:
+        return {**VALID, "instruction": f"put the bleach on the {place}",
+                "objects": [{"canonical": "021_bleach_cleanser", "receptacle": "frl_apartment_table_01"}],
+                "keypaths": [["[Go to, bleach_cleanser]", "[Pick, bleach_cleanser]", f"[Go to, {place}]",
+                              f"[Put, bleach_cleanser, {place}]", "[End]"]],
+                "expert": [["[Go to, bleach_cleanser]", "PixNav", "a"], ["[Pick, bleach_cleanser]", "RT-1-X", "b"],
+                           [f"[Go to, {place}]", "NoMaD", "c"], [f"[Put, bleach_cleanser, {place}]", "RT-1-X", "d"],
+                           ["[End]", "None", "e"]]}
+
+    with pytest.raises(TaskDefinitionError, match="a Fetch cannot do this task: 021_bleach_cleanser needs a 0.71 m "
+                                                  "wide spot and white_shelf has none"):
+        build_tasks({7: parse_definition(7, task("white_shelf"), "tasks.yaml")}, tmp_path)
+    assert build_tasks({7: parse_definition(7, task("brown_table"), "tasks.yaml")}, tmp_path)
+    monkeypatch.setitem(catalog.OBJECT_KINDS, "021_bleach_cleanser", replace(
+        catalog.OBJECT_KINDS["021_bleach_cleanser"], size=(0.1, 0.07, 0.99)))  # under the table's 1 m of room
+    with pytest.raises(TaskDefinitionError, match="021_bleach_cleanser is 0.99 m tall and brown_table has at most "
+                                                  r"1.00 m of room above its floor \(a put needs 0.03 m more"):
+        build_tasks({7: parse_definition(7, task("brown_table"), "tasks.yaml")}, tmp_path)
+
+
 def test_a_tall_object_starts_in_a_deep_drawer_when_the_task_asks_for_one():
     definition = parse_definition(7, {**VALID, "deep_drawers": True, "objects": [
         {"canonical": "003_cracker_box", "receptacle": "kitchen_counter", "region": "drawer"}]}, "tasks.yaml")

@@ -13,6 +13,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+# Free height a put needs above an object's height on a region (m): the skills skip regions with less, and the task
+# builder refuses a task that puts an object where no region has that much.
+PUT_HEADROOM = 0.03
+
 Vec3 = tuple[float, float, float]
 
 

@@ -5,8 +5,9 @@ What MujocoBackend.arm_collides and arm_path_free answer (emmoe_core.robot.inter
 The M3 arm moves in joint space between the tucked pose, a raised ready pose and IK solutions. A straight joint
 interpolation can sweep the wrist through a counter top, so each segment is checked first on a scratch copy of the
 simulator state (kinematics and collision detection only, about 0.06 ms per configuration in the apartment): the
-robot's arm and gripper geoms must not penetrate furniture or walls. Objects are ignored (the arm may brush the one it
-picks) and so is a held object (it is welded, not kinematic, in the scratch copy).
+robot's arm and gripper geoms must not penetrate furniture or walls, and neither may a held object (carried with the
+gripper in the scratch copy, HELD_TOLERANCE deep contacts allowed: it starts resting on its support). Other objects
+are ignored (the arm may brush the one it picks).
 """
 
 from __future__ import annotations
@@ -21,22 +22,28 @@ from emmoe_core.robot import fetch
 ARM_BODIES: tuple[str, ...] = ("shoulder_pan_link", "shoulder_lift_link", "upperarm_roll_link", "elbow_flex_link",
                                "forearm_roll_link", "wrist_flex_link", "wrist_roll_link", "gripper_link",
                                "r_gripper_finger_link", "l_gripper_finger_link")
+# Penetration of a held object into furniture that still counts as free (m): resting contact, not a collision.
+HELD_TOLERANCE = 0.005
 
 
 class ArmCollisionChecker:
     """Checks arm configurations of the robot in the backend's current scene."""
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, qpos_index: Callable[[str], int],
-                 resolution: float = 0.08) -> None:
+                 held_body: Callable[[], int] = lambda: -1, resolution: float = 0.08) -> None:
         """Check against `data` (the live simulator state) of `model`; `qpos_index` maps a short joint name to its
-        qpos address; `resolution` is the joint step between checks along a segment (rad)."""
+        qpos address; `held_body` gives the body of the object in the gripper now (-1: none); `resolution` is the
+        joint step between checks along a segment (rad)."""
         self.resolution = resolution
-        self.model = model
-        self._data = data
-        self._scratch = mujoco.MjData(model)
+        self._held_body = held_body
+        self._gripper = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, fetch.PREFIX + "gripper_link")
+        self._carried: tuple[np.ndarray, int, np.ndarray, np.ndarray] | None = None
         arm_bodies = {mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, fetch.PREFIX + name)
                       for name in ARM_BODIES}
         self._arm_geom = np.isin(model.geom_bodyid, list(arm_bodies))
+        self.model = model
+        self._data = data
+        self._scratch = mujoco.MjData(model)
         body_names = [model.body(index).name for index in range(model.nbody)]
         self._blocking_geom = np.array([not body_names[body].startswith((fetch.PREFIX, "obj/"))
                                         for body in model.geom_bodyid])
@@ -45,18 +52,47 @@ class ArmCollisionChecker:
 
     def _load(self) -> None:
         self._scratch.qpos[:] = self._data.qpos
+        body = self._held_body()
+        self._carried = None
+        if body >= 0:
+            data, gripper = self._data, self._gripper
+            inverse = np.zeros(4)
+            mujoco.mju_negQuat(inverse, data.xquat[gripper])
+            offset, turn = np.zeros(3), np.zeros(4)
+            mujoco.mju_rotVecQuat(offset, data.xpos[body] - data.xpos[gripper], inverse)
+            mujoco.mju_mulQuat(turn, inverse, data.xquat[body])
+            address = int(self.model.jnt_qposadr[self.model.body_jntadr[body]])
+            self._carried = (self.model.geom_bodyid == body, address, offset, turn)
+
+    def _carry(self) -> np.ndarray:
+        """Move the held object with the gripper in the scratch state; its geoms (none when nothing is held)."""
+        scratch = self._scratch
+        if self._carried is None:
+            return np.zeros(self.model.ngeom, dtype=bool)
+        geoms, address, offset, turn = self._carried
+        position, orientation = np.zeros(3), np.zeros(4)
+        mujoco.mju_rotVecQuat(position, offset, scratch.xquat[self._gripper])
+        mujoco.mju_mulQuat(orientation, scratch.xquat[self._gripper], turn)
+        scratch.qpos[address:address + 3] = scratch.xpos[self._gripper] + position
+        scratch.qpos[address + 3:address + 7] = orientation
+        mujoco.mj_kinematics(self.model, scratch)
+        return geoms
 
     def _collides_loaded(self, arm: Sequence[float], torso: float) -> bool:
         scratch = self._scratch
         scratch.qpos[self._arm_qpos] = arm
         scratch.qpos[self._torso_qpos] = torso
         mujoco.mj_kinematics(self.model, scratch)
+        held = self._carry()
         mujoco.mj_collision(self.model, scratch)
         if scratch.ncon == 0:
             return False
         geoms = scratch.contact.geom[: scratch.ncon]
+        deep = scratch.contact.dist[: scratch.ncon] < -HELD_TOLERANCE
         hits = (self._arm_geom[geoms[:, 0]] & self._blocking_geom[geoms[:, 1]]) | \
-               (self._arm_geom[geoms[:, 1]] & self._blocking_geom[geoms[:, 0]])
+               (self._arm_geom[geoms[:, 1]] & self._blocking_geom[geoms[:, 0]]) | \
+               (deep & ((held[geoms[:, 0]] & self._blocking_geom[geoms[:, 1]]) |
+                        (held[geoms[:, 1]] & self._blocking_geom[geoms[:, 0]])))
         return bool(hits.any())
 
     def collides(self, arm: Sequence[float], torso: float) -> bool:

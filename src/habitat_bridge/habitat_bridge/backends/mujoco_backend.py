@@ -39,8 +39,8 @@ from habitat_bridge.backends.mujoco_index import (  # noqa: E402
     resting_relations)
 from habitat_bridge.backends.mujoco_config import MujocoBackendConfig  # noqa: E402
 from habitat_bridge.backends.mujoco_robot import (  # noqa: E402
-    carry, hold_handle, let_go_handle, nearest_handle, nearest_object, planar_scan, release, render_views, run_physics,
-    site_pose, weld)
+    carry, hand_geoms, hold_handle, let_go_handle, nearest_handle, nearest_object, planar_scan, release, render_views,
+    restore_contacts, run_physics, site_pose, weld)
 from habitat_bridge.backends.native_memory import release_free_memory  # noqa: E402
 from habitat_bridge.backends.rendering import MultiViewRenderer  # noqa: E402
 from habitat_bridge.official import OfficialEpisode  # noqa: E402
@@ -61,10 +61,13 @@ class MujocoBackend(SimBackend):
         self._command = (0.0, 0.0)
         self._held: str | None = None
         self._held_part: str | None = None
+        # Body of a released object that ignores the robot until the hand is clear of it (-1: none).
+        self._parting = -1
         self._contact_force = 0.0
         self._layout: SceneLayout | None = None
         self._arm_checker: ArmCollisionChecker | None = None
         self._index: ModelIndex
+        self._hand = np.zeros(0, dtype=int)
 
     # ---- properties -------------------------------------------------------------------------------------------
     @property
@@ -145,6 +148,7 @@ class MujocoBackend(SimBackend):
         else:
             self._renderer.rebind(model)
         self._index = index_model(model, spec, self.views)
+        self._hand = hand_geoms(model, self._index)
 
     def _initialise(self) -> None:
         """Robot at its start pose with the arm tucked, containers at their initial positions, objects settled."""
@@ -153,6 +157,7 @@ class MujocoBackend(SimBackend):
         model.geom_conaffinity[:] = self._index.object_conaffinity
         model.actuator_gainprm[:], model.actuator_biasprm[:] = self._index.actuator_gains
         self._held = self._held_part = None
+        self._parting = -1
         self._command = (0.0, 0.0)
         pose = spec.robot.pose
         self._place_base(pose.x, pose.y, pose.yaw)
@@ -187,6 +192,9 @@ class MujocoBackend(SimBackend):
         held_body = self._body_of(self._held) if self._held else -1
         force = run_physics(self.model, self.data, self._index, self._command, seconds, held_body)
         self._contact_force = max(self._contact_force, force)
+        if self._parting >= 0 and restore_contacts(self.model, self.data, self._index, self._parting,
+                                                   self._hand):
+            self._parting = -1
 
     def set_base_velocity(self, forward: float, turn: float) -> None:
         if not (math.isfinite(forward) and math.isfinite(turn)):
@@ -234,6 +242,8 @@ class MujocoBackend(SimBackend):
         if best is not None:
             weld(self.model, self.data, self._index, best)
             self._held = best.name
+            if best.body == self._parting:
+                self._parting = -1
             return best.name
         # No object between the fingers: a door or drawer handle there is held (held_object() stays None).
         if self._held_part is not None:
@@ -254,7 +264,10 @@ class MujocoBackend(SimBackend):
             let_go_handle(self.model, self.data, self._index, part)
             return part
         released, self._held = self._held, None
-        release(self.model, self.data, self._index, self._body_of(released) if released is not None else -1)
+        body = self._body_of(released) if released is not None else -1
+        release(self.model, self.data, self._index, body)
+        if body >= 0:
+            self._parting = body
         return released
 
     def held_object(self) -> str | None:
@@ -396,7 +409,9 @@ class MujocoBackend(SimBackend):
 
     def _checker(self) -> ArmCollisionChecker:
         if self._arm_checker is None:
-            self._arm_checker = ArmCollisionChecker(self.model, self.data, self.joint_qpos_index)
+            self._arm_checker = ArmCollisionChecker(
+                self.model, self.data, self.joint_qpos_index,
+                held_body=lambda: self._body_of(self._held) if self._held else -1)
         return self._arm_checker
 
     def arm_collides(self, arm: Sequence[float], torso: float) -> bool:

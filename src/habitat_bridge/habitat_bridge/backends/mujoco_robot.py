@@ -210,14 +210,38 @@ def weld(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, item: In
 
 
 def release(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, held_body: int) -> None:
-    """Open the fingers and drop the weld of the object with body `held_body` (-1: the hand was empty)."""
+    """Open the fingers and drop the weld of the object with body `held_body` (-1: the hand was empty).
+
+    The object keeps ignoring the robot until `restore_contacts` finds the hand clear of it: fingers closed on an
+    object held off-centre overlap it, and contacts switched on at once would fling it off its support (the weld
+    grasp sets the finger width from the object's size, so the fingers' true contact is not simulated).
+    """
     for actuator in index.finger_actuators:
         data.ctrl[actuator] = fetch_model.FINGER_OPEN
     if held_body >= 0:
         data.eq_active[index.grasp_equality] = 0
-        model.geom_conaffinity[:] = index.object_conaffinity
+        others = model.geom_bodyid != held_body
+        model.geom_conaffinity[others] = index.object_conaffinity[others]
         # Held still, the object counts as ready to sleep; wake it fully so that it falls instead of hanging.
         data.tree_asleep[int(model.body_treeid[held_body])] = -(1 + mujoco.mjMINAWAKE)
+
+
+def hand_geoms(model: mujoco.MjModel, index: ModelIndex) -> np.ndarray:
+    """Geoms of the gripper link and the links attached to it (the fingers)."""
+    bodies = [index.gripper_body, *np.flatnonzero(model.body_parentid == index.gripper_body)]
+    return np.flatnonzero(np.isin(model.geom_bodyid, bodies))
+
+
+def restore_contacts(model: mujoco.MjModel, data: mujoco.MjData, index: ModelIndex, body: int, hand: np.ndarray,
+                     gap: float = 0.05) -> bool:
+    """Let a released object (`body`) touch the robot again once every `hand` geom is `gap` metres clear of it;
+    whether it was."""
+    geoms = np.flatnonzero(model.geom_bodyid == body)
+    if any(mujoco.mj_geomDistance(model, data, int(first), int(second), gap, None) < gap
+           for first in hand for second in geoms):
+        return False
+    model.geom_conaffinity[geoms] = index.object_conaffinity[geoms]
+    return True
 
 
 def render_views(renderer: MultiViewRenderer, data: mujoco.MjData, index: ModelIndex, views: Sequence[str],

@@ -9,6 +9,8 @@ build it from the cameras. The arm routines of homiebot_executor.policies.arm_mo
 
 from __future__ import annotations
 
+import math
+
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -102,6 +104,13 @@ class RobotContext(Generic[Settings]):
             if attempt.watcher.saw("timeout"):
                 raise Stop(SkillStatus.TIMEOUT, f"step budget of {attempt.goal.step_budget} control steps used up "
                                                 f"in phase {attempt.phase}")
+
+    def steps_left(self) -> float:
+        """Control steps left in the attempt's budget (infinite outside an attempt or without a budget)."""
+        attempt = self.attempt
+        if attempt is None or not attempt.goal.step_budget:
+            return math.inf
+        return attempt.goal.step_budget - attempt.steps
 
     def phase(self, name: str) -> None:
         """Enter a phase of the attempt (reported as progress)."""

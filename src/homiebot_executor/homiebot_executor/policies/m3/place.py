@@ -1,5 +1,6 @@
 """Put for the M3 skills: choose a free spot on a support region of the receptacle (inside a fridge or a drawer only
-when it is open), carry the object over it, release, let it settle. Success: the object rests within
+when it is open), stand within reach of it, carry the object over it (or over the next of a few spots reachable from
+there), release only when the object is over the region, let it settle. Success: the object rests within
 place_success_distance of that region."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
-from emmoe_core.robot.layout import SupportRegion
+from emmoe_core.robot.layout import PUT_HEADROOM, SupportRegion
 from emmoe_core.robot.state import ContainerState, InstanceState
 
 from homiebot_executor.policies import arm_motion as arm
@@ -21,6 +22,17 @@ from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Free height assumed above an object used as a place (nothing hangs over a bowl on a table).
 OBJECT_PLACE_CLEARANCE = 1.0
+# Free spots (best first, over every region of the place) an arm approach is tried for once the robot stands.
+SPOTS_TRIED_FROM_THE_STAND = 4
+# Control steps an approach, the release and the retreat after it take: another spot is tried only with this much
+# budget left, so a put that runs out of spots keeps the object in the hand instead of timing out.
+RELEASE_RESERVE = 110
+# How far the held object may be from where the approach should have brought it (m).
+ARRIVAL_TOLERANCE = 0.04
+# Spots whose footprint comes within EDGE_MARGIN of a region's edge cost EDGE_COST more (as if that much further
+# away): the release lands a few centimetres off the spot, and an object released at the edge may tip off.
+EDGE_MARGIN = 0.05
+EDGE_COST = 0.3
 
 
 def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
@@ -48,35 +60,71 @@ def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
         except Stop as stop:
             if stop.status is not SkillStatus.UNREACHABLE or index == min(3, len(spots) - 1):
                 raise
-    if not onto_object:
-        region, point = (free_spots(ctx, [region], obj, ctx.base()[:2]) or [(region, point)])[0]
-    x, y, _ = ctx.base()
-    yaw = math.atan2(point[1] - y, point[0] - x)
-    level = reached_level(region)
+    # The spots of the region walked to first, then the other regions' (best first from where the robot stands).
+    stand = ctx.base()[:2]
+    candidates = [(region, point)] if onto_object else (
+        free_spots(ctx, [region], obj, stand) + free_spots(ctx, [other for other in regions if other is not region],
+                                                           obj, stand))
     grip, grip_rotation = arm.grip(ctx)
     offset = grip_rotation.T @ (np.array(ctx.instance(held).pose.position) - grip)
-    target = np.array([point[0], point[1], point[2] + obj.size[2] / 2 + 0.02])
     ctx.phase("approach")
     chosen = None
-    for rotation in arm.rotations(yaw, level):
-        try:
-            chosen = arm.approach(ctx, target - rotation @ offset, [rotation])
+    for number, (region, point) in enumerate(candidates[:SPOTS_TRIED_FROM_THE_STAND]):
+        if number and ctx.steps_left() < RELEASE_RESERVE:
             break
-        except Stop as stop:
-            if stop.status is not SkillStatus.UNREACHABLE:
-                raise
+        target = np.array([point[0], point[1], point[2] + obj.size[2] / 2 + 0.02])
+        chosen = _hold_over(ctx, held, target, offset, reached_level(region))
+        if chosen is not None:
+            break
     if chosen is None:
         arm.tuck_arm(ctx)
         return SkillStatus.UNREACHABLE, f"cannot hold {held} over {region.receptacle}"
-    rotation, before = chosen
+    rotation, before, target = chosen
     ctx.phase("release")
     arm.line(ctx, before, target - rotation @ offset, rotation, 2)
+    if not over(region, ctx.instance(held)):
+        arm.retreat(ctx, rotation, tuck=True)
+        return SkillStatus.UNREACHABLE, f"{held} did not come over {region.receptacle} (kept in the hand)"
     ctx.allow_release()
     with ctx.lock:
         ctx.backend.open_gripper()
     ctx.tick(5)
-    arm.retreat(ctx, rotation)
+    try:
+        arm.retreat(ctx, rotation)
+    except Stop as stop:
+        if stop.status is not SkillStatus.TIMEOUT:
+            raise
+        return placed(ctx, held, region, settle=False)  # let go in time: the put is judged, the arm left out
     return placed(ctx, held, region)
+
+
+def _hold_over(ctx: SkillContext, held: str, target: np.ndarray, offset: np.ndarray,
+               level: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Bring the held object (its centre `offset` from the grip) before `target` in the first grasp rotation that
+    gets it there (within ARRIVAL_TOLERANCE: an arm that stopped short with the object caught on a shelf's front
+    does not count): (rotation, the grip's point before, target), or None when none does."""
+    x, y, _ = ctx.base()
+    yaw = math.atan2(target[1] - y, target[0] - x)
+    for rotation in arm.rotations(yaw, level):
+        try:
+            _, before = arm.approach(ctx, target - rotation @ offset, [rotation])
+        except Stop as stop:
+            if stop.status is not SkillStatus.UNREACHABLE:
+                raise
+            continue
+        if np.linalg.norm(np.array(ctx.instance(held).pose.position) - (before + rotation @ offset)) \
+                <= ARRIVAL_TOLERANCE:
+            return rotation, before, target
+    return None
+
+
+def over(region: SupportRegion, obj: InstanceState, slack: float = 0.02) -> bool:
+    """Whether an object's centre is above the region's footprint (within `slack`) and its bottom no lower than
+    `slack` under the region's plane: where opening the hand leaves it on the region."""
+    u, v = region.to_local(obj.pose.position[0], obj.pose.position[1])
+    bottom = obj.pose.position[2] - obj.size[2] / 2
+    return abs(u) <= region.half[0] + slack and abs(v) <= region.half[1] + slack and \
+        bottom >= region.center[2] - slack
 
 
 def regions_of(ctx: SkillContext, place: str) -> list[SupportRegion]:
@@ -138,7 +186,7 @@ def free_spots(ctx: SkillContext, regions: Sequence[SupportRegion], obj: Instanc
     radius = math.hypot(obj.size[0], obj.size[1]) / 2
     scored: list[tuple[float, SupportRegion, tuple[float, float, float]]] = []
     for region in regions:
-        if region.clearance < obj.size[2] + 0.03:
+        if region.clearance < obj.size[2] + PUT_HEADROOM:
             continue
         margin_u, margin_v = region.half[0] - radius, region.half[1] - radius
         if margin_u < 0 or margin_v < 0:
@@ -151,6 +199,8 @@ def free_spots(ctx: SkillContext, regions: Sequence[SupportRegion], obj: Instanc
                        radius + math.hypot(other.size[0], other.size[1]) / 2 + 0.03 for other in near):
                     continue
                 score = math.dist((x, y), base) + 0.5 * abs(region.center[2] - 0.85)
+                if min(margin_u - abs(u), margin_v - abs(v)) < EDGE_MARGIN:
+                    score += EDGE_COST
                 scored.append((score, region, (x, y, region.center[2])))
     scored.sort(key=lambda item: item[0])
     chosen: list[tuple[SupportRegion, tuple[float, float, float]]] = []
@@ -160,11 +210,13 @@ def free_spots(ctx: SkillContext, regions: Sequence[SupportRegion], obj: Instanc
     return chosen
 
 
-def placed(ctx: SkillContext, name: str, region: SupportRegion) -> tuple[SkillStatus, str]:
-    """Judge a put: the object left the hand and rests within place_success_distance of the region."""
+def placed(ctx: SkillContext, name: str, region: SupportRegion, settle: bool = True) -> tuple[SkillStatus, str]:
+    """Judge a put (after letting it settle for three steps with `settle`): the object left the hand and rests within
+    place_success_distance of the region."""
     if ctx.held() == name:
         return SkillStatus.PLACE_FAILED, f"{name} is still in the gripper"
-    ctx.tick(3)
+    if settle:
+        ctx.tick(3)
     position = np.array(ctx.instance(name).pose.position)
     u, v = region.to_local(position[0], position[1])
     du, dv = max(abs(u) - region.half[0], 0.0), max(abs(v) - region.half[1], 0.0)
