@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emmoe_eval.dataset import TEST_IDS, TRAIN_IDS, write_task
 from emmoe_core.names import default_alias_table
@@ -29,6 +29,9 @@ from homiebot.task_definitions import (
     load_definitions,
     parse_definition,
 )
+
+if TYPE_CHECKING:
+    from habitat_bridge.scene_spec import SceneSpec
 
 __all__ = ["DEFAULT_DEFINITIONS", "TEST_IDS", "TRAIN_IDS", "TaskDefinition", "TaskDefinitionError", "build_tasks",
            "build_variants", "expert_reaches_the_goal", "load_all", "load_definitions", "parse_definition",
@@ -106,7 +109,7 @@ def scene_for(definition: TaskDefinition, seed: int | None = None) -> dict[str, 
     return replace(spec, name=name, furniture=furniture, objects=required + kept).to_dict()
 
 
-def _refuse_impossible_puts(definition: TaskDefinition, spec: Any) -> None:
+def _refuse_impossible_puts(definition: TaskDefinition, spec: SceneSpec) -> None:
     """Raise when an expert Put names furniture that no region of takes its object (habitat_bridge.placement)."""
     from habitat_bridge.placement import put_refusal
 

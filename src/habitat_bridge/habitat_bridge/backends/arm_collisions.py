@@ -30,20 +30,20 @@ class ArmCollisionChecker:
     """Checks arm configurations of the robot in the backend's current scene."""
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, qpos_index: Callable[[str], int],
-                 held_body: Callable[[], int] = lambda: -1, resolution: float = 0.08) -> None:
+                 gripper_body: int, held_body: Callable[[], int] = lambda: -1, resolution: float = 0.08) -> None:
         """Check against `data` (the live simulator state) of `model`; `qpos_index` maps a short joint name to its
-        qpos address; `held_body` gives the body of the object in the gripper now (-1: none); `resolution` is the
-        joint step between checks along a segment (rad)."""
+        qpos address; a held object moves with `gripper_body`, and `held_body` gives its body now (-1: none);
+        `resolution` is the joint step between checks along a segment (rad)."""
         self.resolution = resolution
+        self.model = model
+        self._data = data
+        self._scratch = mujoco.MjData(model)
+        self._gripper = gripper_body
         self._held_body = held_body
-        self._gripper = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, fetch.PREFIX + "gripper_link")
         self._carried: tuple[np.ndarray, int, np.ndarray, np.ndarray] | None = None
         arm_bodies = {mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, fetch.PREFIX + name)
                       for name in ARM_BODIES}
         self._arm_geom = np.isin(model.geom_bodyid, list(arm_bodies))
-        self.model = model
-        self._data = data
-        self._scratch = mujoco.MjData(model)
         body_names = [model.body(index).name for index in range(model.nbody)]
         self._blocking_geom = np.array([not body_names[body].startswith((fetch.PREFIX, "obj/"))
                                         for body in model.geom_bodyid])

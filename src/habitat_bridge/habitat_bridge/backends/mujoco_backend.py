@@ -410,7 +410,7 @@ class MujocoBackend(SimBackend):
     def _checker(self) -> ArmCollisionChecker:
         if self._arm_checker is None:
             self._arm_checker = ArmCollisionChecker(
-                self.model, self.data, self.joint_qpos_index,
+                self.model, self.data, self.joint_qpos_index, self._index.gripper_body,
                 held_body=lambda: self._body_of(self._held) if self._held else -1)
         return self._arm_checker
 

@@ -10,7 +10,6 @@ build it from the cameras. The arm routines of homiebot_executor.policies.arm_mo
 from __future__ import annotations
 
 import math
-
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager

@@ -79,7 +79,7 @@ def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     if chosen is None:
         arm.tuck_arm(ctx)
         return SkillStatus.UNREACHABLE, f"cannot hold {held} over {region.receptacle}"
-    rotation, before, target = chosen
+    rotation, before = chosen
     ctx.phase("release")
     arm.line(ctx, before, target - rotation @ offset, rotation, 2)
     if not over(region, ctx.instance(held)):
@@ -99,10 +99,10 @@ def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
 
 
 def _hold_over(ctx: SkillContext, held: str, target: np.ndarray, offset: np.ndarray,
-               level: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+               level: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """Bring the held object (its centre `offset` from the grip) before `target` in the first grasp rotation that
     gets it there (within ARRIVAL_TOLERANCE: an arm that stopped short with the object caught on a shelf's front
-    does not count): (rotation, the grip's point before, target), or None when none does."""
+    does not count): (rotation, the grip's point before), or None when none does."""
     x, y, _ = ctx.base()
     yaw = math.atan2(target[1] - y, target[0] - x)
     for rotation in arm.rotations(yaw, level):
@@ -114,7 +114,7 @@ def _hold_over(ctx: SkillContext, held: str, target: np.ndarray, offset: np.ndar
             continue
         if np.linalg.norm(np.array(ctx.instance(held).pose.position) - (before + rotation @ offset)) \
                 <= ARRIVAL_TOLERANCE:
-            return rotation, before, target
+            return rotation, before
     return None
 
 
