@@ -124,6 +124,16 @@ def test_unknown_task_is_a_one_line_usage_error(tmp_path):
     assert "homiebot run: error: unknown task id(s) 107" in result.stderr and "Traceback" not in result.stderr
 
 
+def _cmdline(process) -> list[str]:
+    """A process's command line, empty when it exited or cannot be read meanwhile."""
+    import psutil
+
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 @pytest.mark.ros
 @pytest.mark.parametrize("executable, node", [
     ("executor_node", "homiebot_executor"),
@@ -152,8 +162,14 @@ def test_killing_a_node_mid_run_is_never_a_planner_result(tmp_path, ros_domain_i
         while not (trajectory.is_file() and trajectory.read_text().count("\n") >= 1):
             assert time.monotonic() < deadline and benchmark.poll() is None, "task 92 never started"
             time.sleep(0.02)
-        victims = [child for child in psutil.Process(benchmark.pid).children(recursive=True)
-                   if any(executable in part for part in child.cmdline())]
+        # The node's process list can be read between two of its states (a child that just exited): look again
+        # until the deadline rather than once.
+        while True:
+            victims = [child for child in psutil.Process(benchmark.pid).children(recursive=True)
+                       if any(executable in part for part in _cmdline(child))]
+            if len(victims) == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert len(victims) == 1
         os.kill(victims[0].pid, signal.SIGKILL)
         stdout, stderr = benchmark.communicate(timeout=400)
