@@ -45,6 +45,14 @@ class KinematicFetch:
     def base_pose(self) -> tuple[float, float, float]:
         return self.pose[0], self.pose[1], self.pose[2]
 
+    def pose_at(self, at: float) -> tuple[float, float, float]:
+        assert at == self.time, "frames are taken now"
+        return self.base_pose()
+
+    def joints_at(self, at: float) -> dict[str, float]:
+        assert at == self.time, "frames are taken now"
+        return dict(self.joints)
+
     def base_velocity(self) -> tuple[float, float]:
         return self.velocity
 

@@ -325,10 +325,11 @@ class FetchBackend(SimBackend):
             self.robot.step(self.robot.config.control_period)
 
     def _capture(self) -> tuple[CameraFrame, CameraView]:
-        """The next head-camera frame and the camera's pose in the robot model at the joint states then."""
+        """The next head-camera frame and the camera's pose in the robot model at the base pose and joint states of the
+        frame's stamp (the base may still be settling from a turn while the image is drawn and sent)."""
         frame = self.robot.frame_after(self.robot.time)
-        base = self.robot.base_pose()
-        positions, _ = self.robot.joint_states()
+        base = self.robot.pose_at(frame.stamp)
+        positions = self.robot.joints_at(frame.stamp)
         with self._lock:
             self._kinematics(base, positions)
             position, rotation = camera_pose(self._data, self._front_camera)

@@ -10,8 +10,11 @@ interfaces only, with every command passing the safety gate.
 - Gripper: GripperCommand goals; closing reports whether the fingers stalled on something.
 - Time: `step(seconds)` waits until the robot's clock (the odometry stamps) has advanced that far.
 - Dry-run: every command is computed and counted in `dry_run_log`, none is sent.
-- Head camera: the newest colour image, registered depth, camera_info and the detector's instance masks
-  (`head_camera()`), or the first frame stamped at or after a given robot time (`frame_after()`).
+- Head camera: the newest colour image, registered depth, camera_info and the detector's instance masks of one
+  stamp (`head_camera()`), or the first such frame stamped at or after a given robot time (`frame_after()`); the
+  base pose and joint positions at a frame's stamp (`pose_at()`, `joints_at()`, interpolated in the last
+  HISTORY_S seconds of odometry and joint states), as a robot's tf places an image where the camera was when it
+  was taken, not where it is when the image arrives.
 - `wait_until_ready()` refuses to start while odometry, joint states, the base laser or the head camera are stale.
 
 The node is given (the caller spins it); the methods are called from another thread and block on the robot.
@@ -19,8 +22,10 @@ The node is given (the caller spins it); the methods are called from another thr
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +45,11 @@ from habitat_bridge.fetch.safety import SafetyGate, clearance_ahead
 # zero goal id and a zero stamp).
 CANCEL_SERVICE = "{action}/_action/cancel_goal"
 CAMERA_PARTS: tuple[str, ...] = ("rgb", "depth", "info", "instances")
+# The parts of a frame matched by their stamp (camera_info is the same for every frame).
+FRAME_PARTS: tuple[str, ...] = ("rgb", "depth", "instances")
+# Frames kept while their parts arrive, and the robot seconds of odometry and joint states kept to place them.
+FRAMES_KEPT = 4
+HISTORY_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,9 @@ class FetchRobot:
         self._joint_speeds: dict[str, float] = {}
         self._joint_stamp: float | None = None
         self._camera: dict[str, Any] = {}
+        self._frame_parts: dict[float, dict[str, Any]] = {}  # stamp -> part -> message, the last FRAMES_KEPT stamps
+        self._poses = StampedHistory()  # (x, y, yaw)
+        self._joint_history = StampedHistory()  # {joint: position}
         self._clearance: tuple[float, float | None] = (-math.inf, None)
         self._request = (0.0, 0.0)
         self._sent_at: float | None = None
@@ -108,15 +121,36 @@ class FetchRobot:
 
     # ---- sensors ---------------------------------------------------------------------------------------------------
     def _on_odom(self, message: Any) -> None:
+        at = seconds_of(message.header.stamp)
         with self._lock:
             self._odom = message
-            self._odom_stamp = seconds_of(message.header.stamp)
+            self._odom_stamp = at
+            self._poses.remember(at, _planar_pose(message))
 
     def _on_joints(self, message: Any) -> None:
+        at = seconds_of(message.header.stamp)
         with self._lock:
             self._joints.update(zip(message.name, message.position))
             self._joint_speeds.update(zip(message.name, message.velocity))
-            self._joint_stamp = seconds_of(message.header.stamp)
+            self._joint_stamp = at
+            self._joint_history.remember(at, dict(self._joints))
+
+    def pose_at(self, at: float) -> tuple[float, float, float]:
+        """(x, y, yaw) at robot time `at`, interpolated between the odometry around it (the nearest end outside the
+        history)."""
+        with self._lock:
+            if not self._poses:
+                raise BackendError("no odometry from the robot yet")
+            first, second, share = self._poses.around(at)
+        return between_poses(first, second, share)
+
+    def joints_at(self, at: float) -> dict[str, float]:
+        """Every joint's position at robot time `at`, interpolated like `pose_at`."""
+        with self._lock:
+            if not self._joint_history:
+                raise BackendError("no joint states from the robot yet")
+            before, after, share = self._joint_history.around(at)
+        return {name: value + share * (after.get(name, value) - value) for name, value in before.items()}
 
     def _on_scan(self, message: Any) -> None:
         clearance = clearance_ahead(np.asarray(message.ranges, dtype=float), message.angle_min,
@@ -138,18 +172,33 @@ class FetchRobot:
     def _on_camera(self, kind: str, message: Any) -> None:
         with self._lock:
             self._camera[kind] = message
+            if kind in FRAME_PARTS:
+                self._frame_parts.setdefault(seconds_of(message.header.stamp), {})[kind] = message
+                while len(self._frame_parts) > FRAMES_KEPT:
+                    del self._frame_parts[min(self._frame_parts)]
 
-    def head_camera(self) -> CameraFrame:
-        """The newest head-camera frame (colour, registered depth, intrinsics, the detector's masks).
+    def _complete_stamps(self, after: float = -math.inf) -> list[float]:
+        """Stamps (at or after `after`) of the kept frames whose parts have all arrived, oldest first; under the
+        lock."""
+        return sorted(at for at, parts in self._frame_parts.items()
+                      if at >= after - 1e-9 and all(kind in parts for kind in FRAME_PARTS))
+
+    def head_camera(self, after: float | None = None) -> CameraFrame:
+        """The newest head-camera frame (colour, registered depth, intrinsics, the detector's masks, all of one
+        stamp), or with `after` the first one stamped at or after it.
 
         Raises:
-            BackendError: before the first of each has arrived.
+            BackendError: before the first of each has arrived (with `after`: none stamped since).
         """
         with self._lock:
             missing = [kind for kind in CAMERA_PARTS if kind not in self._camera]
-            if missing:
-                raise BackendError(f"no head camera {', '.join(missing)} from the robot yet")
-            rgb, depth, info, masks = (self._camera[kind] for kind in CAMERA_PARTS)
+            complete = self._complete_stamps(-math.inf if after is None else after)
+            if missing or not complete:
+                waiting = ", ".join(missing) or "frame with colour, depth and masks of one stamp"
+                since = "" if after is None else f" stamped after {after:.2f} s"
+                raise BackendError(f"no head camera {waiting}{since} from the robot yet")
+            parts = self._frame_parts[complete[-1] if after is None else complete[0]]
+            rgb, depth, masks, info = parts["rgb"], parts["depth"], parts["instances"], self._camera["info"]
         intrinsics = CameraView(width=info.width, height=info.height, fx=info.k[0], fy=info.k[4], cx=info.k[2],
                                 cy=info.k[5], position=(0.0, 0.0, 0.0), rotation=np.eye(3))
         return CameraFrame(image_to_array(rgb), image_to_array(depth), intrinsics,
@@ -157,19 +206,18 @@ class FetchRobot:
                            tuple(masks.names), tuple(masks.categories), seconds_of(rgb.header.stamp))
 
     def frame_after(self, after: float, timeout_s: float = 5.0) -> CameraFrame:
-        """The first frame whose colour, depth and masks are all stamped at or after `after` (robot time).
+        """The first frame (colour, depth and masks of one stamp) stamped at or after `after` (robot time).
 
         Raises:
             BackendError: when none comes within `timeout_s` seconds of wall time.
         """
         def fresh() -> bool:
             with self._lock:
-                return all(kind in self._camera and seconds_of(self._camera[kind].header.stamp) >= after - 1e-9
-                           for kind in ("rgb", "depth", "instances"))
+                return "info" in self._camera and bool(self._complete_stamps(after))
 
         if wait_until(fresh, timeout_s, poll_s=0.01) is not WaitStatus.DONE:
             raise BackendError(f"no head camera frame stamped after {after:.2f} s within {timeout_s:g} s")
-        return self.head_camera()
+        return self.head_camera(after)
 
     @property
     def time(self) -> float:
@@ -184,9 +232,7 @@ class FetchRobot:
         with self._lock:
             if self._odom is None:
                 raise BackendError("no odometry from the robot yet")
-            pose = self._odom.pose.pose
-        yaw = 2.0 * math.atan2(pose.orientation.z, pose.orientation.w)
-        return pose.position.x, pose.position.y, math.atan2(math.sin(yaw), math.cos(yaw))
+            return _planar_pose(self._odom)
 
     def base_velocity(self) -> tuple[float, float]:
         """(forward m/s, turn rad/s) from the last odometry."""
@@ -366,3 +412,48 @@ class FetchRobot:
     def release_stop(self) -> None:
         """Release the software stop (an operator's decision)."""
         self.gate.release()
+
+
+def _planar_pose(message: Any) -> tuple[float, float, float]:
+    """(x, y, yaw in [-pi, pi]) of an Odometry message."""
+    pose = message.pose.pose
+    yaw = 2.0 * math.atan2(pose.orientation.z, pose.orientation.w)
+    return pose.position.x, pose.position.y, math.remainder(yaw, 2 * math.pi)
+
+
+
+def between_poses(first: tuple[float, float, float], second: tuple[float, float, float], share: float
+                  ) -> tuple[float, float, float]:
+    """The planar pose `share` of the way from `first` to `second` (the yaw the short way round)."""
+    (x0, y0, yaw0), (x1, y1, yaw1) = first, second
+    return x0 + share * (x1 - x0), y0 + share * (y1 - y0), \
+        math.remainder(yaw0 + share * math.remainder(yaw1 - yaw0, 2 * math.pi), 2 * math.pi)
+
+
+class StampedHistory:
+    """Values by the robot's clock over the last `keep_s` seconds (appended in time order): what the odometry and
+    joint states said when a camera frame was taken."""
+
+    def __init__(self, keep_s: float = HISTORY_S) -> None:
+        self.keep_s = keep_s
+        self._items: deque[tuple[float, Any]] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def remember(self, at: float, value: Any) -> None:
+        """Append a stamped value and forget those more than `keep_s` older."""
+        self._items.append((at, value))
+        while self._items[0][0] < at - self.keep_s:
+            self._items.popleft()
+
+    def around(self, at: float) -> tuple[Any, Any, float]:
+        """The values just before and after `at` and the share of the way from the first to the second (the
+        nearest end twice outside the history); the history must not be empty."""
+        stamps = [stamp_ for stamp_, _ in self._items]
+        index = bisect.bisect_left(stamps, at)
+        if index == 0 or index == len(stamps):
+            value = self._items[min(index, len(stamps) - 1)][1]
+            return value, value, 0.0
+        (start, first), (end, second) = self._items[index - 1], self._items[index]
+        return first, second, (at - start) / (end - start) if end > start else 0.0
