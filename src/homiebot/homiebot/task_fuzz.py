@@ -257,9 +257,12 @@ def generate_task(seed: int, index: int) -> FuzzTask:
         destination = _destination(rng, kind, objects, destinations(start_places()))
     if destination is None:
         raise ValueError(f"fuzz seed {seed} task {index}: no destination fits {first[0]}")
+    drawers = {place.container for place in start_places() if place.name == "drawer"}
     starting_closed = {destination.container} | {place.container for _, place in objects} \
         if kind == "container" else set()
-    doors = sorted(set(_DOORS.values()) | {place.container for place in start_places() if place.name == "drawer"})
+    if destination.container == "drawer":  # the generic drawer is never "opened": the plan opens one, all start shut
+        starting_closed |= drawers
+    doors = sorted(set(_DOORS.values()) | drawers)
     opened = [door for door in doors if door not in starting_closed and rng.random() < OPEN_CHANCE]
     taken = {canonical for canonical, _ in objects}
     open_places = [place for place in start_places() if not place.container]

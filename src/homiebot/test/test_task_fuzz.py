@@ -71,6 +71,15 @@ def test_every_task_is_a_valid_definition_whose_expert_completes_it(index):
         assert definition.deep_drawers
 
 
+def test_a_task_into_the_drawer_starts_with_every_kitchen_drawer_shut():
+    """The destination "drawer" is any kitchen drawer: the plan opens one, so none may start open (an Open of one
+    already open has nothing to pull)."""
+    tasks = [task for task in generate(200, 1) if task.mapping["instruction"].endswith("in the drawer")]
+    assert len(tasks) > 10
+    for task in tasks:
+        assert not [name for name in task.mapping["open"] if name.startswith("kitchen_drawer")], task.mapping
+
+
 @pytest.mark.parametrize("index", range(6))
 def test_the_scene_holds_every_object_where_the_task_asks(index):
     task = generate_task(1, index)
