@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from homiebot.fuzz_replay import fuzz
+from homiebot.fuzz_replay import OUTCOMES_FILE, fuzz
 from homiebot.task_fuzz import KINDS, combinations, generate, summary_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +35,7 @@ def main() -> None:
                     for task in tasks for item in task.mapping["objects"][:1])
     kinds = Counter(task.kind for task in tasks)
     out = ROOT / "runs" / f"task_fuzz_{args.setting}"
+    (out / OUTCOMES_FILE).unlink(missing_ok=True)  # the benchmark times every task: it never resumes a run
     started = time.perf_counter()
     report = fuzz(args.n, args.seed, args.setting, args.jobs, out, echo=lambda line: print(line, flush=True))
     seconds = time.perf_counter() - started

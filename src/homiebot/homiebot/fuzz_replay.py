@@ -5,20 +5,29 @@ scene is built like a defined task's (`benchmark_tasks.scene_for`) and its exper
 `homiebot.expert_check.replay` up to the first step that differs from its design. The report
 (`task_fuzz.summarize`) goes to `<out>/report.json`, every generated task to `<out>/tasks.yaml` (replay one with
 `homiebot tasks check --definitions <out>/tasks.yaml --tasks <index + 1>`).
+
+Each outcome is appended to `<out>/outcomes.jsonl` as soon as it is known, so a run that stops (a crash, Ctrl-C, a
+larger `--n` later) goes on where it stopped when started again with the same `--out`, seed and setting: only the
+tasks not yet in that file are replayed, and the report covers tasks 0 .. n-1 from the file.
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from homiebot.task_fuzz import FuzzTask, StepOutcome, TaskOutcome, cause_of, generate_task
+from homiebot.task_fuzz import FuzzTask, StepKey, StepOutcome, TaskOutcome, cause_of, generate_task
 
 _WORKER: dict[str, Any] = {}
+OUTCOMES_FILE = "outcomes.jsonl"
+
+
+class FuzzOutError(ValueError):
+    """The output folder holds outcomes of another fuzz run (another seed or setting)."""
 
 
 def replay_task(task: FuzzTask, setting: str, backend: Any) -> TaskOutcome:
@@ -53,19 +62,52 @@ def _work(seed: int, index: int) -> TaskOutcome:
     return replay_task(generate_task(seed, index), _WORKER["setting"], _WORKER["backend"])
 
 
-def replay_all(count: int, seed: int, setting: str, jobs: int) -> Iterator[TaskOutcome]:
-    """The outcomes of tasks 0 .. count-1 in order (in-process for one job, else `jobs` processes)."""
+def replay_all(indices: Sequence[int], seed: int, setting: str, jobs: int) -> Iterator[TaskOutcome]:
+    """The outcomes of the tasks `indices` in order (in-process for one job, else `jobs` processes)."""
     if jobs <= 1:
         _start_worker(setting)
         try:
-            for index in range(count):
+            for index in indices:
                 yield _work(seed, index)
         finally:
             _WORKER.pop("backend").close()
         return
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
                              initargs=(setting,)) as pool:
-        yield from pool.map(_work, [seed] * count, range(count))
+        yield from pool.map(_work, [seed] * len(indices), indices)
+
+
+def outcome_line(outcome: TaskOutcome, setting: str) -> str:
+    """One line of `outcomes.jsonl`."""
+    steps = [{"action": step.key.action, "object": step.key.object, "receptacle": step.key.receptacle,
+              "region": step.key.region, "ok": step.ok, "code": step.code, "detail": step.detail}
+             for step in outcome.steps]
+    return json.dumps({"seed": outcome.seed, "setting": setting, "index": outcome.index, "kind": outcome.kind,
+                       "setup_error": outcome.setup_error, "steps": steps})
+
+
+def read_outcomes(path: Path, seed: int, setting: str) -> dict[int, TaskOutcome]:
+    """The outcomes an earlier run of this seed and setting wrote to `path`, by task index (a last line cut short
+    by a crash is left out: that task is replayed again).
+
+    Raises:
+        FuzzOutError: when the file holds another seed's or setting's outcomes.
+    """
+    found: dict[int, TaskOutcome] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if (entry["seed"], entry["setting"]) != (seed, setting):
+            raise FuzzOutError(f"{path} holds the outcomes of seed {entry['seed']}, setting {entry['setting']}; "
+                               f"give this run (seed {seed}, setting {setting}) another --out")
+        steps = tuple(StepOutcome(StepKey(step["action"], step["object"], step["receptacle"], step["region"]),
+                                  step["ok"], step["code"], step["detail"]) for step in entry["steps"])
+        found[entry["index"]] = TaskOutcome(seed, entry["index"], entry["kind"], steps, entry["setup_error"])
+    return found
 
 
 def progress_line(done: int, count: int, outcome: TaskOutcome) -> str:
@@ -81,19 +123,30 @@ def progress_line(done: int, count: int, outcome: TaskOutcome) -> str:
 
 def fuzz(count: int, seed: int, setting: str, jobs: int, out: Path,
          echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Generate and replay `count` tasks, write `<out>/report.json` and `<out>/tasks.yaml`, return the report."""
+    """Generate and replay `count` tasks (those not yet in `<out>/outcomes.jsonl`), write `<out>/report.json` and
+    `<out>/tasks.yaml`, return the report.
+
+    Raises:
+        FuzzOutError: when `out` holds the outcomes of another seed or setting.
+    """
     import yaml
 
     from homiebot.task_fuzz import summarize
 
     out.mkdir(parents=True, exist_ok=True)
+    known = read_outcomes(out / OUTCOMES_FILE, seed, setting)
     tasks = {index + 1: generate_task(seed, index).mapping for index in range(count)}
     (out / "tasks.yaml").write_text(yaml.safe_dump(tasks, sort_keys=False, width=200), encoding="utf-8")
-    echo(f"fuzz: {count} task(s) of seed {seed}, setting {setting}, {jobs} job(s); tasks in {out / 'tasks.yaml'}")
-    outcomes = []
-    for done, outcome in enumerate(replay_all(count, seed, setting, jobs), start=1):
-        outcomes.append(outcome)
-        echo(progress_line(done, count, outcome))
-    report = {"seed": seed, "setting": setting, **summarize(outcomes)}
+    pending = [index for index in range(count) if index not in known]
+    resumed = f"; {count - len(pending)} already replayed in {out / OUTCOMES_FILE}" if len(pending) < count else ""
+    echo(f"fuzz: {count} task(s) of seed {seed}, setting {setting}, {jobs} job(s); tasks in {out / 'tasks.yaml'}"
+         + resumed)
+    with (out / OUTCOMES_FILE).open("a", encoding="utf-8") as log:
+        for done, outcome in enumerate(replay_all(pending, seed, setting, jobs), start=count - len(pending) + 1):
+            log.write(outcome_line(outcome, setting) + "\n")
+            log.flush()
+            known[outcome.index] = outcome
+            echo(progress_line(done, count, outcome))
+    report = {"seed": seed, "setting": setting, **summarize([known[index] for index in range(count)])}
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return report

@@ -50,8 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "no_background (sensor-only); default: %(default)s")
     parser.add_argument("--n", type=int, default=40, help="fuzz: tasks to generate (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="fuzz: replaying processes (default: %(default)s)")
-    parser.add_argument("--out", type=Path, default=Path("runs/fuzz"),
-                        help="fuzz: folder of report.json and tasks.yaml (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="fuzz: folder of report.json, tasks.yaml and outcomes.jsonl; a run started again with "
+                             "the same folder replays only the tasks not yet in it (default: "
+                             "runs/fuzz/seed<SEED>_<setting>)")
 
 
 def _selected(args: argparse.Namespace, known: list[int]) -> list[int]:
@@ -154,13 +156,17 @@ def _check(definitions: dict[int, TaskDefinition], setting: str) -> int:
 def _fuzz(args: argparse.Namespace) -> int:
     """Replay `--n` fuzzed tasks and print the summary (exit status 1 when a task differs from its design)."""
     from homiebot.cli import UsageError
-    from homiebot.fuzz_replay import fuzz
+    from homiebot.fuzz_replay import FuzzOutError, fuzz
     from homiebot.task_fuzz import summary_lines
 
     if args.n < 1 or args.jobs < 1:
         raise UsageError(f"fuzz: expected --n and --jobs of at least 1, got {args.n} and {args.jobs}")
-    report = fuzz(args.n, args.seed, args.setting, args.jobs, args.out, echo=lambda line: print(line, flush=True))
+    out = args.out or Path("runs/fuzz") / f"seed{args.seed}_{args.setting}"
+    try:
+        report = fuzz(args.n, args.seed, args.setting, args.jobs, out, echo=lambda line: print(line, flush=True))
+    except FuzzOutError as error:
+        raise UsageError(f"fuzz: {error}") from error
     for line in summary_lines(report):
         print(line)
-    print(f"report: {args.out / 'report.json'}")
+    print(f"report: {out / 'report.json'}")
     return 0 if report["as_designed"] == report["tasks"] else 1
