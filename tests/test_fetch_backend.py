@@ -309,14 +309,14 @@ def test_the_expert_completes_a_test_task_through_the_fetch_backend(tmp_path, mo
     bowl into the sink, the sugar box onto the sofa: the ten subtasks of its annotated trajectory, 3-4 minutes) in
     the slow one (README: not every run of it succeeds).
 
-    The runner locks its domain for the run, so the test leases one, releases it and hands it to both the fake and
-    the runner (the fake is alone on it for the second before the runner takes the lock)."""
+    The runner locks its domain for the run, so the test holds a lease while the fake starts on it and lets go just
+    before the runner takes it (no other test can lease it in the seconds the fake needs to start)."""
     from emmoe_core.ros_domains import lease_domain
 
     with lease_domain() as lease:
         domain = lease.domain_id
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
-    start_fake_fetch(ros_process, task, "--speed", "3")
+        monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
+        start_fake_fetch(ros_process, task, "--speed", "3")
     out = tmp_path / "fetch"
     result = subprocess.run(
         ["homiebot", "run", "--tasks", task, "--runs", "1", "--planner", "expert", "--setting", "no_background",
