@@ -29,10 +29,8 @@ from homiebot_executor.policies.sensor.context import SensorContext, Sighting
 from homiebot_executor.policies.sensor.navigate import approach, drive, face, planner, spot_for, standing_spot
 from homiebot_executor.skills import SkillGoal, SkillStatus
 
-# Standing band for the arm skills: from 0.3 m to 0.85 m from the thing's nearest point (preferred 0.5 m), as far as
-# a Go to to an object may leave the robot: an object at the back of a sofa seat is 0.76-0.79 m from the nearest free
-# cell, and a narrower band sent the Pick exploring the room for a spot it could not have.
-ARM_BAND = (0.3, 0.85, 0.5)
+# Standing band for the arm skills: from 0.3 m to 0.75 m from the thing's nearest point (preferred 0.5 m).
+ARM_BAND = (0.3, 0.75, 0.5)
 # The near end of that band, for a second try when the arm did not reach from the first spot.
 CLOSE_BAND = (0.25, 0.45, 0.32)
 # The held object is assumed this tall when its Pick did not measure it (metres).
@@ -48,11 +46,10 @@ INSIDE_ENOUGH = 0.2
 
 
 def grasp_rotations(yaw: float, covered: bool = False) -> list[np.ndarray]:
-    """Grasps facing `yaw`: top-down first, then ever more tilted, then level; the other way round when something
-    covers the target from above (a shelf board, or a counter top over the back of an open drawer, which a steep
-    grasp may still clear)."""
-    pitches = (math.pi / 2, 1.2, 0.9, 0.6, 0.3, 0.0)
-    return [grasp_rotation(yaw, pitch) for pitch in (pitches[::-1] if covered else pitches)]
+    """Grasps facing `yaw`: top-down first, then ever more tilted, then level; level first when something covers
+    the target from above (a shelf)."""
+    pitches = (0.0, 0.3, 0.6, 0.9) if covered else (math.pi / 2, 1.2, 0.9, 0.6, 0.3, 0.0)
+    return [grasp_rotation(yaw, pitch) for pitch in pitches]
 
 
 def covered(ctx: SensorContext, point: np.ndarray) -> bool:
