@@ -17,6 +17,7 @@ import json
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +79,8 @@ def replay_all(indices: Sequence[int], seed: int, setting: str, jobs: int) -> It
 
 
 def outcome_line(outcome: TaskOutcome, setting: str) -> str:
-    """One line of `outcomes.jsonl`."""
-    steps = [{"action": step.key.action, "object": step.key.object, "receptacle": step.key.receptacle,
-              "region": step.key.region, "ok": step.ok, "code": step.code, "detail": step.detail}
-             for step in outcome.steps]
-    return json.dumps({"seed": outcome.seed, "setting": setting, "index": outcome.index, "kind": outcome.kind,
-                       "setup_error": outcome.setup_error, "steps": steps})
+    """One line of `outcomes.jsonl`: the outcome's fields and the setting."""
+    return json.dumps({**asdict(outcome), "setting": setting})
 
 
 def read_outcomes(path: Path, seed: int, setting: str) -> dict[int, TaskOutcome]:
@@ -104,8 +101,7 @@ def read_outcomes(path: Path, seed: int, setting: str) -> dict[int, TaskOutcome]
         if (entry["seed"], entry["setting"]) != (seed, setting):
             raise FuzzOutError(f"{path} holds the outcomes of seed {entry['seed']}, setting {entry['setting']}; "
                                f"give this run (seed {seed}, setting {setting}) another --out")
-        steps = tuple(StepOutcome(StepKey(step["action"], step["object"], step["receptacle"], step["region"]),
-                                  step["ok"], step["code"], step["detail"]) for step in entry["steps"])
+        steps = tuple(StepOutcome(**{**step, "key": StepKey(**step["key"])}) for step in entry["steps"])
         found[entry["index"]] = TaskOutcome(seed, entry["index"], entry["kind"], steps, entry["setup_error"])
     return found
 

@@ -125,6 +125,11 @@ class SupportRegion:
         """(u, v) of a world point relative to the region's centre."""
         return world_to_frame(self.center, self.yaw, x, y)
 
+    def outside(self, x: float, y: float) -> tuple[float, float]:
+        """How far a world point lies beyond the region's footprint along its own x and y (0 within it)."""
+        u, v = self.to_local(x, y)
+        return max(abs(u) - self.half[0], 0.0), max(abs(v) - self.half[1], 0.0)
+
 
 @dataclass(frozen=True)
 class SceneLayout:

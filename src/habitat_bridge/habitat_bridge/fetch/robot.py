@@ -421,7 +421,6 @@ def _planar_pose(message: Any) -> tuple[float, float, float]:
     return pose.position.x, pose.position.y, math.remainder(yaw, 2 * math.pi)
 
 
-
 def between_poses(first: tuple[float, float, float], second: tuple[float, float, float], share: float
                   ) -> tuple[float, float, float]:
     """The planar pose `share` of the way from `first` to `second` (the yaw the short way round)."""

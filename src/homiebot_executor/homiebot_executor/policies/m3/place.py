@@ -121,9 +121,8 @@ def _hold_over(ctx: SkillContext, held: str, target: np.ndarray, offset: np.ndar
 def over(region: SupportRegion, obj: InstanceState, slack: float = 0.02) -> bool:
     """Whether an object's centre is above the region's footprint (within `slack`) and its bottom no lower than
     `slack` under the region's plane: where opening the hand leaves it on the region."""
-    u, v = region.to_local(obj.pose.position[0], obj.pose.position[1])
     bottom = obj.pose.position[2] - obj.size[2] / 2
-    return abs(u) <= region.half[0] + slack and abs(v) <= region.half[1] + slack and \
+    return max(region.outside(obj.pose.position[0], obj.pose.position[1])) <= slack and \
         bottom >= region.center[2] - slack
 
 
@@ -218,8 +217,7 @@ def placed(ctx: SkillContext, name: str, region: SupportRegion, settle: bool = T
     if settle:
         ctx.tick(3)
     position = np.array(ctx.instance(name).pose.position)
-    u, v = region.to_local(position[0], position[1])
-    du, dv = max(abs(u) - region.half[0], 0.0), max(abs(v) - region.half[1], 0.0)
+    du, dv = region.outside(position[0], position[1])
     dz = position[2] - region.center[2]
     distance = math.sqrt(du * du + dv * dv + min(dz, 0.0) ** 2 + max(dz - 0.3, 0.0) ** 2)
     if distance > ctx.config.place_success_distance:
