@@ -39,8 +39,9 @@ def backend():
 
 
 def test_a_whole_expert_run_makes_no_privileged_query(definitions, backend, monkeypatch):
-    """Task 95 (the apple and the tuna can from the sofa to the white desk) by the expert, sensor-only: every step
-    as designed, and the bridge's sensor-only view counted no privileged query."""
+    """Task 95 (the apple and the tuna can from the sofa to the white desk) by the expert, sensor-only with the
+    setting's default perception (the learned detector): every step as designed, and the bridge's sensor-only view
+    counted no privileged query and no observation with the simulator's segmentation."""
     views = []
     real_view = sensor_only.SensorOnlyRobot
 
@@ -57,6 +58,7 @@ def test_a_whole_expert_run_makes_no_privileged_query(definitions, backend, monk
     assert dict(views[0].refused) == {}
     assert views[0].calls["observe"] > 10 and views[0].calls["step"] > 100
     assert not set(views[0].calls) & set(sensor_only.PRIVILEGED)
+    assert views[0].calls["observe_segmentation"] == 0
 
 
 def test_a_privileged_query_ends_the_attempt_with_its_own_code(backend):

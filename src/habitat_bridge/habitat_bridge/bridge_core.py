@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -28,6 +28,9 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Image, JointState
 
 from habitat_bridge.backends.base import SimBackend
+
+if TYPE_CHECKING:
+    from emmoe_core.perception.learned import LearnedDetector
 from habitat_bridge.official import is_official_scene, parse_official_episode
 from habitat_bridge.scene_spec import SceneSpec, SceneSpecError, parse_scene_text
 
@@ -278,18 +281,26 @@ def object_locations(backend: SimBackend, canonical: Mapping[str, str], names: S
             if state.name in wanted and state.kind == "object" and state.receptacle}
 
 
-def handle_get_observation(backend: SimBackend, request: GetObservation.Request,
-                           response: GetObservation.Response) -> GetObservation.Response:
-    """Serve /sim/get_observation: four views (+ depth), visible canonical names per view, inventory."""
+def handle_get_observation(backend: SimBackend, request: GetObservation.Request, response: GetObservation.Response,
+                           detector: LearnedDetector | None = None) -> GetObservation.Response:
+    """Serve /sim/get_observation: four views (+ depth), visible canonical names per view with where each small
+    object rests, inventory. The names and places come from `detector` (the learned one, from RGB-D alone) when
+    given, else from the simulator's instance segmentation and object states."""
     try:
-        observation = backend.observe(VIEWS, depth=bool(request.include_depth), segmentation=True)
+        observation = backend.observe(VIEWS, depth=bool(request.include_depth) or detector is not None,
+                                      segmentation=detector is None)
         canonical = dict(zip(observation.instance_names, observation.instance_canonicals))
-        locations = object_locations(backend, canonical, [name for view in VIEWS for name in observation.visible[view]])
+        if detector is None:
+            locations = object_locations(backend, canonical, [name for view in VIEWS for name in observation.visible[view]])
+            seen_by_view = {view: [(canonical[name], locations.get(name, "")) for name in observation.visible[view]]
+                            for view in VIEWS}
+        else:
+            seen_by_view = detector.visible(observation)
         for view in VIEWS:
             setattr(response, view, image_message(observation.rgb[view], observation.time, f"head_camera_{view}"))
-            seen = observation.visible[view]
-            response.visible.append(VisibleObjects(view=view, names=[canonical[name] for name in seen],
-                                                   locations=[locations.get(name, "") for name in seen]))
+            seen = seen_by_view.get(view, [])
+            response.visible.append(VisibleObjects(view=view, names=[name for name, _ in seen],
+                                                   locations=[location for _, location in seen]))
         if request.include_depth:
             response.depth = [image_message(observation.depth[view], observation.time, f"head_camera_{view}")
                               for view in VIEWS]

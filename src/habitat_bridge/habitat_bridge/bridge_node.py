@@ -40,7 +40,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emmoe_core.ros_helpers import declare_config, spin_node
 from emmoe_core.topics import (
@@ -65,6 +65,9 @@ from sensor_msgs.msg import Image, JointState
 from habitat_bridge import bridge_core
 from habitat_bridge.backends import create_backend, resolve_backend_name
 from habitat_bridge.backends.base import VIEWS, SimBackend
+
+if TYPE_CHECKING:
+    from emmoe_core.perception.learned import LearnedDetector
 
 READY_LINE = "habitat_bridge ready"
 
@@ -91,8 +94,12 @@ class SimulatorAccess:
 class BridgeNode(Node):
     """ROS 2 front of a SimBackend (see the module docstring)."""
 
-    def __init__(self, backend: SimBackend | None = None, **node_kwargs: Any) -> None:
+    def __init__(self, backend: SimBackend | None = None, detector: LearnedDetector | None = None,
+                 **node_kwargs: Any) -> None:
+        """Serve `backend` (else the one the parameters name); `detector` (the learned one) names what the planner
+        sees, else the simulator's segmentation does."""
         super().__init__("habitat_bridge", **node_kwargs)
+        self.detector = detector
         self.config = declare_config(self, bridge_core.BridgeConfig)
         self._lock = threading.RLock()
         self._pauses = 0
@@ -242,7 +249,7 @@ class BridgeNode(Node):
     def _on_get_observation(self, request: GetObservation.Request,
                             response: GetObservation.Response) -> GetObservation.Response:
         with self._lock:
-            return bridge_core.handle_get_observation(self.backend, request, response)
+            return bridge_core.handle_get_observation(self.backend, request, response, self.detector)
 
     def _on_query_scene(self, request: QueryScene.Request, response: QueryScene.Response) -> QueryScene.Response:
         with self._lock:

@@ -9,8 +9,9 @@ Every refused query is counted (`refused`), and so is every allowed call (`calls
 run made none.
 
 The gripper holds only what lies between its fingers: `close_gripper` never reaches farther than `grasp_reach`.
-The camera's instance segmentation stays available: it feeds the detector stand-in (see
-homiebot_executor.perception.detector), which every result of this setting names.
+The camera's instance segmentation stays available for the detector stand-in (`--perception segmentation`, see
+emmoe_core.perception.detector); every observation that asks for it is counted (`calls["observe_segmentation"]`),
+so a test can prove that a run with the learned detector read none.
 """
 
 from __future__ import annotations
@@ -100,4 +101,6 @@ class SensorOnlyRobot:
     def observe(self, views: Sequence[str] = VIEWS, *, depth: bool = False,
                 segmentation: bool = False) -> Observation:
         self._count("observe")
+        if segmentation:
+            self._count("observe_segmentation")
         return self._backend.observe(views, depth=depth, segmentation=segmentation)

@@ -179,3 +179,34 @@ def test_a_base_command_holds_for_its_time_out_in_simulated_time() -> None:
     command.receive(0.3, 0.0)
     command.stop()  # paused: the command from before does not outlive the pause
     assert command.due(0.04) == (0.0, 0.0)
+
+
+class RecordingDetector:
+    """A learned-detector stand-in: says what it sees, records what it was given."""
+
+    def __init__(self) -> None:
+        self.given: list[object] = []
+
+    def visible(self, observation: object) -> dict[str, list[tuple[str, str]]]:
+        self.given.append(observation)
+        return {"front": [("013_apple", "on kitchen_counter"), ("kitchen_counter", "")]}
+
+
+def test_with_a_detector_the_names_come_from_it_and_no_segmentation_is_rendered(backend: MujocoBackend,
+                                                                              compact_spec: SceneSpec,
+                                                                              monkeypatch) -> None:
+    reset(backend, scene_json=json.dumps(compact_spec.to_dict()))
+    asked = []
+    real_observe = backend.observe
+    monkeypatch.setattr(backend, "observe", lambda views, **kwargs: asked.append(kwargs) or real_observe(views, **kwargs))
+    monkeypatch.setattr(backend, "object_states", lambda *args: pytest.fail("a privileged query"))
+    detector = RecordingDetector()
+    response = bridge_core.handle_get_observation(backend, GetObservation.Request(), GetObservation.Response(),
+                                                  detector)  # type: ignore[arg-type]
+    assert response.success and asked == [{"depth": True, "segmentation": False}]
+    assert not detector.given[0].segmentation and detector.given[0].depth  # type: ignore[attr-defined]
+    front, left = response.visible[0], response.visible[1]
+    assert (front.view, front.names, front.locations) == ("front", ["013_apple", "kitchen_counter"],
+                                                          ["on kitchen_counter", ""])
+    assert (left.view, left.names) == ("left", [])
+    assert response.depth == []  # depth was rendered for the detector, not asked for in the response

@@ -66,3 +66,28 @@ def test_the_camera_draws_a_copy_of_the_state_while_the_simulation_steps_on(core
     again = core.head_camera(copy)
     assert np.array_equal(again[0], from_copy[0]), "the copy moved with the simulation"
     assert not np.array_equal(core.head_camera(core.copy_state())[0], from_copy[0]), "a new copy shows the turn"
+
+
+def test_with_a_detector_the_head_camera_masks_are_its_regions_and_no_segmentation_is_rendered(core, tmp_path,
+                                                                                           monkeypatch):
+    pytest.importorskip("torch")
+    from emmoe_core.perception.learned import LearnedDetector, ViewLabels
+    from emmoe_core.perception.network import NetworkConfig, SegmentationNet, save_network
+
+    classes = ("background", "013_apple", "kitchen_counter")
+    save_network(SegmentationNet(NetworkConfig(classes, ("013_apple",), (4, 4, 4, 4), 4)), tmp_path)
+    detector = LearnedDetector(tmp_path)
+    labels = np.zeros((256, 256), np.uint8)
+    labels[100:120, 100:120], labels[200:, :] = 1, 2
+    monkeypatch.setattr(detector, "label_views", lambda observation: {"front": ViewLabels(labels, np.ones(labels.shape))})
+    asked = []
+    real_observe_state = core.backend.observe_state
+    monkeypatch.setattr(core.backend, "observe_state",
+                        lambda *args, **kwargs: asked.append(kwargs) or real_observe_state(*args, **kwargs))
+    monkeypatch.setattr(core, "detector", detector)
+    rgb, depth, camera, ids, names, categories = core.head_camera(core.copy_state())
+    assert asked == [{"depth": True, "segmentation": False}]
+    assert categories == ("013_apple", "kitchen_counter") and names == ("013_apple_0", "kitchen_counter_1")
+    apple = ids[100:120, 100:120]  # what of it lies far from its median depth is dropped (small objects only)
+    assert set(np.unique(apple).tolist()) <= {-1, 0} and (apple == 0).any()
+    assert (ids[200:, :] == 1).all() and (ids[:100] == -1).all()

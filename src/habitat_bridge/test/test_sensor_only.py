@@ -45,7 +45,8 @@ def test_robot_interface_calls_pass_through_and_are_counted(sim) -> None:
     assert list(observation.rgb) == list(observation.depth) == list(observation.segmentation) == ["front"]
     assert robot.calls == {"robot_state": 2, "robot_description": 1, "set_base_velocity": 2, "set_arm_targets": 1,
                            "set_torso_target": 1, "set_head_target": 1, "step": 1, "open_gripper": 1,
-                           "held_object": 1, "contact_force": 1, "observe": 1}
+                           "held_object": 1, "contact_force": 1, "observe": 1,
+                           "observe_segmentation": 1}  # a segmentation read is counted on its own
     assert not robot.refused
 
 

@@ -117,16 +117,16 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return parsed
 
 
-def stack_parameters(setting: str, items: Sequence[str], conditions: str = DEFAULT_CONDITIONS
-                     ) -> dict[str, dict[str, object]]:
-    """The per-node overrides of a benchmark setting (homiebot.setting), then of the conditions
+def stack_parameters(setting: str, items: Sequence[str], conditions: str = DEFAULT_CONDITIONS,
+                     perception: str | None = None) -> dict[str, dict[str, object]]:
+    """The per-node overrides of a benchmark setting and its perception (homiebot.setting), then of the conditions
     (homiebot.conditions), `NODE.PARAM=VALUE` items on top. With `sim_stack.backend=fetch` the planner waits
     FETCH_OBSERVATION_TIMEOUT_S for an observation unless an item says otherwise.
 
     Raises:
         ValueError: an unknown setting or conditions, or a malformed item.
     """
-    parameters = setting_overrides(setting)
+    parameters = setting_overrides(setting, perception)
     for node, values in conditions_overrides(conditions).items():
         parameters.setdefault(node, {}).update(values)
     for node, values in parse_overrides(items).items():

@@ -66,10 +66,11 @@ def misplaced_objects(definition: TaskDefinition, scene: Mapping[str, Any]) -> l
 
 
 def replay(definition: TaskDefinition, scene: Mapping[str, Any], backend: Any = None,
-           setting: str = "background") -> Iterator[StepCheck]:
+           setting: str = "background", perception: str | None = None) -> Iterator[StepCheck]:
     """Run the expert steps in the scene and yield each outcome (the backend is reset to the scene first).
 
-    `setting` "no_background" runs the sensor-only skills on the backend's sensor-only view instead of M3."""
+    `setting` "no_background" runs the sensor-only skills on the backend's sensor-only view instead of M3, finding
+    objects with `perception` (homiebot.setting; None: the setting's default, the learned detector)."""
     from emmoe_core.robot.scene import snapshot_of
     from habitat_bridge.backends.mujoco_backend import MujocoBackend
     from habitat_bridge.scene_spec import SceneSpec
@@ -78,11 +79,14 @@ def replay(definition: TaskDefinition, scene: Mapping[str, Any], backend: Any = 
     from homiebot_executor.policies.sensor import SensorSkills
     from homiebot_executor.subtask import SubtaskExecutor
 
+    from homiebot.setting import create_detector, perception_of
+
     own = backend is None
     sim = MujocoBackend() if own else backend
     try:
         sim.reset(SceneSpec.from_dict(scene))
-        skills: Any = PrivilegedSkills(sim) if setting == "background" else SensorSkills(SensorOnlyRobot(sim))
+        skills: Any = (PrivilegedSkills(sim) if setting == "background" else
+                       SensorSkills(SensorOnlyRobot(sim), detector=create_detector(perception_of(setting, perception))))
         executor = SubtaskExecutor(lambda: snapshot_of(sim), lambda route, goal, attempt: skills.run(goal))
         inventory: tuple[str, ...] = ()
         for index, step in enumerate(definition.expert, start=1):

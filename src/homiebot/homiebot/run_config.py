@@ -16,7 +16,7 @@ from emmoe_core.validation import require_positive
 
 from homiebot.bringup import parse_overrides
 from homiebot.conditions import DEFAULT_CONDITIONS, check_conditions
-from homiebot.setting import DEFAULT_SETTING, check_setting
+from homiebot.setting import DEFAULT_SETTING, perception_of
 
 LOCAL = "local"  # the address of `--ray` without one: a private instance on this machine
 
@@ -74,8 +74,9 @@ class RunnerConfig:
         tasks: "train", "test", "all" or comma-separated task ids ("91,93").
         runs: runs per task (the benchmark uses 3).
         planner: planner backend (see PLANNERS).
-        setting, conditions: background or no_background (homiebot.setting), reliable or paper
-            (homiebot.conditions); both recorded in `<out>/setting.json`.
+        setting, conditions, perception: background or no_background (homiebot.setting), reliable or paper
+            (homiebot.conditions), learned or segmentation (None: the setting's default); all recorded in
+            `<out>/setting.json`.
         out: experiment folder.
         data_dir: EMMOE data folder with train/ and test/.
         jobs: parallel stacks.
@@ -100,6 +101,7 @@ class RunnerConfig:
     planner: str = "homiebot"
     setting: str = DEFAULT_SETTING
     conditions: str = DEFAULT_CONDITIONS
+    perception: str | None = None
     data_dir: Path = Path("data")
     jobs: int = 1
     max_steps: int = 20
@@ -122,7 +124,7 @@ class RunnerConfig:
                              f"with --jobs {self.jobs}")
         if self.planner not in PLANNERS:
             raise ValueError(f"unknown planner {self.planner!r}; expected one of {', '.join(PLANNERS)}")
-        check_setting(self.setting)
+        perception_of(self.setting, self.perception)
         check_conditions(self.conditions)
         if self.retries < 0:
             raise ValueError("--retries must be 0 or more")

@@ -88,7 +88,8 @@ def stack_overrides(config: RunnerConfig) -> dict[str, dict[str, object]]:
         PLANNER_NODE: planner,
         EVALUATOR_NODE: {"out_dir": out, "data_dir": data_dir, "record_videos": config.record_videos},
     }
-    for node, values in stack_parameters(config.setting, config.overrides, config.conditions).items():
+    for node, values in stack_parameters(config.setting, config.overrides, config.conditions,
+                                                  config.perception).items():
         overrides.setdefault(node, {}).update(values)
     return overrides
 
@@ -269,7 +270,7 @@ def run_benchmark(config: RunnerConfig, report: Callable[[str], None] = print,
     require_loopback_stack(RunnerError)
     if work is None:
         task_ids = select_tasks(config.data_dir, config.tasks)
-        record_setting(config.out, config.setting, config.conditions)
+        record_setting(config.out, config.setting, config.conditions, config.perception)
         work = pending_runs(config.out, task_ids, config.runs)
         where = "Ray" if config.ray is not None else f"{min(config.jobs, max(1, len(work)))} stack(s)"
         report(f"{len(task_ids)} task(s) x {config.runs} run(s): {len(task_ids) * config.runs - len(work)} already "

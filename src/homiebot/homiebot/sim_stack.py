@@ -14,8 +14,9 @@ serves /sim/query_scene (the monitor's watch) and observations between control s
 
 `--setting` picks what the servers run (homiebot.setting). In `background` (the default) each runs the privileged
 M3 skills. In `no_background` the nomad, pixnav, rt1x and octo servers share one sensor-only policy
-(homiebot_executor.policies.sensor on a habitat_bridge.sensor_only view of the backend; object finding uses the
-simulator's instance segmentation as a stand-in for an open-vocabulary detector) and m3 refuses every goal
+(homiebot_executor.policies.sensor on a habitat_bridge.sensor_only view of the backend; objects are found by
+`--perception`: the learned detector on colour and depth by default, or the simulator's instance segmentation as a
+stand-in, which also gives the text planners' "Visible objects") and m3 refuses every goal
 (PRIVILEGED_REFUSED). Either way `--remote SERVER=URL` points a model's server at a policy server speaking
 homiebot-policy/1. An optional seeded failure model (homiebot_executor.failure_model) makes skills fail: `--fail
 table4` draws each execution at the per-execution success rates behind the paper's Table 4 (what `homiebot run
@@ -47,7 +48,7 @@ from homiebot_executor.routing import SERVER_OF_MODEL, SERVERS
 from homiebot_executor.skill_servers import RefusingPolicy, RobotClaim, SkillServerNode
 from rclpy.parameter import Parameter
 
-from homiebot.setting import SETTINGS, check_setting, describe
+from homiebot.setting import SETTINGS, create_detector, describe, perception_of
 
 READY_LINE = "homiebot sim stack ready"
 # What the sensor-only skills look through on a Fetch: its one head camera.
@@ -116,6 +117,10 @@ class StackOptions:
 
     setting: str = _option("background", "benchmark setting: background (privileged M3 skills) or no_background "
                            "(sensor-only skills)")
+    perception: str = _option("", "how objects are found: learned (the detector trained on simulator renders) or "
+                              "segmentation (the simulator's instance masks); empty: the setting's default (learned in "
+                              "no_background, segmentation in background). With the fetch backend the robot's detector "
+                              "node finds them (the fake Fetch's --perception)")
     backend: str = _option("mujoco", "simulator backend: mujoco, habitat or auto (habitat when it imports), or fetch "
                            "(a real Fetch, or the fake one, through its ROS interfaces; needs --setting "
                            "no_background)")
@@ -138,7 +143,7 @@ class StackOptions:
     camera_rate_hz: float = _option(2.0, "bridge camera publishing rate")
 
     def __post_init__(self) -> None:
-        check_setting(self.setting)
+        perception_of(self.setting, self.perception or None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -199,7 +204,12 @@ def build_nodes(options: StackOptions, scene_path: str, **node_kwargs: Any) -> l
     else:
         backend_name = resolve_backend_name(options.backend)
         backend = create_backend(backend_name)
-    bridge = BridgeNode(backend=backend, parameter_overrides=[
+    perception = perception_of(setting, options.perception or None)
+    # The planner's text observation and the skills each get their own detector (the learned one keeps tracks).
+    # With the fetch backend the observation's masks are already the robot's detector's: they are read as given.
+    text_detector = None if perception == "segmentation" or options.backend == "fetch" else create_detector(perception)
+    skill_perception = "segmentation" if options.backend == "fetch" else perception
+    bridge = BridgeNode(backend=backend, detector=text_detector, parameter_overrides=[
         Parameter("backend", value=backend_name), Parameter("scene_path", value=scene_path),
         Parameter("seed", value=-1 if scene_path else options.seed),
         Parameter("rate_hz", value=float(options.rate_hz)),
@@ -211,7 +221,8 @@ def build_nodes(options: StackOptions, scene_path: str, **node_kwargs: Any) -> l
         skills: Any = PrivilegedSkills(bridge.backend, failure_model=failure_model, lock=lock)
         m3: Any = skills
     else:
-        skills = SensorSkills(SensorOnlyRobot(bridge.backend), skill_config, failure_model=failure_model, lock=lock)
+        skills = SensorSkills(SensorOnlyRobot(bridge.backend), skill_config, create_detector(skill_perception),
+                              failure_model=failure_model, lock=lock)
         m3 = RefusingPolicy(M3_REFUSAL)
     claim = RobotClaim(bridge.paused)
     for server in SERVERS:
@@ -220,7 +231,7 @@ def build_nodes(options: StackOptions, scene_path: str, **node_kwargs: Any) -> l
             client = PolicyClient(ClientConfig(remotes[server], float(options.remote_timeout)))
             policy = RemotePolicy(bridge.backend, client, MODEL_OF_SERVER[server], lock=lock)
         nodes.append(SkillServerNode(server, policy, claim, **node_kwargs))
-    bridge.get_logger().info(f"{describe(setting)}; skill servers: {', '.join(SERVERS)}"
+    bridge.get_logger().info(f"{describe(setting, perception=perception)}; skill servers: {', '.join(SERVERS)}"
                              f"{' (m3 refuses every goal)' if setting == 'no_background' else ''}; failure model "
                              f"{dict(failures.probabilities) if failures.enabled else 'off'}; remote "
                              f"{remotes or 'none'}")

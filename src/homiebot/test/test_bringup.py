@@ -104,16 +104,18 @@ def test_launch_file_describes_the_same_stack(monkeypatch, location, setting):
 
 
 @pytest.mark.parametrize("setting, items, expected", [
-    ("background", [], {"sim_stack": {"setting": "background"}}),
-    ("no_background", [], {"sim_stack": {"setting": "no_background"}, "homiebot_executor": {"routing": "model"}}),
+    ("background", [], {"sim_stack": {"setting": "background", "perception": "segmentation"}}),
+    ("no_background", [], {"sim_stack": {"setting": "no_background", "perception": "learned"},
+                           "homiebot_executor": {"routing": "model"}}),
     ("no_background", ["homiebot_executor.routing=background", "planner.backend=mock"],
-     {"sim_stack": {"setting": "no_background"}, "homiebot_executor": {"routing": "background"},
+     {"sim_stack": {"setting": "no_background", "perception": "learned"},
+      "homiebot_executor": {"routing": "background"},
       "planner": {"backend": "mock"}}),
     ("no_background", ["sim_stack.backend=fetch"],
-     {"sim_stack": {"setting": "no_background", "backend": "fetch"}, "homiebot_executor": {"routing": "model"},
+     {"sim_stack": {"setting": "no_background", "perception": "learned", "backend": "fetch"}, "homiebot_executor": {"routing": "model"},
       "planner": {"observation_timeout_s": bringup.FETCH_OBSERVATION_TIMEOUT_S}}),
     ("no_background", ["sim_stack.backend=fetch", "planner.observation_timeout_s=40"],
-     {"sim_stack": {"setting": "no_background", "backend": "fetch"}, "homiebot_executor": {"routing": "model"},
+     {"sim_stack": {"setting": "no_background", "perception": "learned", "backend": "fetch"}, "homiebot_executor": {"routing": "model"},
       "planner": {"observation_timeout_s": "40"}}),
 ])
 def test_the_setting_becomes_node_parameters_under_the_set_items(setting, items, expected):

@@ -92,6 +92,13 @@ def test_no_background_runs_the_sensor_skills_and_m3_refuses(ros_context):
         assert isinstance(policies["m3"], RefusingPolicy)
         robot = policies["nomad"].context.backend
         assert isinstance(robot, SensorOnlyRobot) and robot._backend is nodes[0].backend
+        # The default perception of no_background: the learned detector, one for the skills, one for the planner's
+        # text observation (each keeps its own tracks).
+        from emmoe_core.perception.learned import LearnedDetector
+
+        assert isinstance(policies["nomad"].context.detector, LearnedDetector)
+        assert isinstance(nodes[0].detector, LearnedDetector)
+        assert nodes[0].detector is not policies["nomad"].context.detector
         calls = dict(robot.calls)
         client = ActionClient(client_node, Manipulate, "/skills/m3/manipulate")
         outcome = send_action_goal(client, Manipulate.Goal(skill="pick", target="apple"), 10.0, 10.0,

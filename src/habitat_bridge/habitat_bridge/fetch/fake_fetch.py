@@ -11,8 +11,9 @@ except through these interfaces (habitat_bridge.fetch.config.FetchTopics names t
   running one's desired positions; a cancelled goal ends cancelled, and its joints are held where they are (as a
   joint trajectory controller holds them on a cancel);
 - the head camera: the simulator's front head view as colour, registered depth and camera_info, and the instance
-  masks an object detector would publish for it (the simulator's instance segmentation, standing in for an
-  open-vocabulary detector as in the no_background setting: names are instance names, categories alias entries);
+  masks an object detector would publish for it: the learned detector's (emmoe_core.perception.learned, run on the
+  colour and depth; names are "<category>_<track>") when the core is given one, else the simulator's instance
+  segmentation standing in for a detector (names are instance names); categories are alias entries;
 - the gripper's GripperCommand server opens the fingers or closes them; closing on something between them (an
   object within 5 cm of the grasp point, or a handle) ends stalled, as a real gripper does;
 - /base_scan (sensor_msgs/LaserScan): the base laser's ranges, ray-cast in the simulated room from the laser's mount
@@ -27,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -36,6 +38,9 @@ from emmoe_core.validation import require_positive_fields
 
 from habitat_bridge.backends.mujoco_backend import MujocoBackend
 from habitat_bridge.fetch.config import JOINT_GROUPS
+
+if TYPE_CHECKING:
+    from emmoe_core.perception.learned import LearnedDetector
 
 # Finger gap of an open gripper (metres); a goal below half of it closes the fingers.
 OPEN_GAP = 0.1
@@ -99,9 +104,13 @@ class _Motion:
 class FakeFetchCore:
     """The simulated robot behind the fake Fetch's interfaces (see the module docstring)."""
 
-    def __init__(self, backend: MujocoBackend, config: FakeFetchConfig | None = None) -> None:
+    def __init__(self, backend: MujocoBackend, config: FakeFetchConfig | None = None,
+                 detector: LearnedDetector | None = None) -> None:
+        """Simulate the robot in `backend`; `detector` finds the objects of the head camera's masks (None: the
+        simulator's instance segmentation stands in)."""
         self.backend = backend
         self.config = config or FakeFetchConfig()
+        self.detector = detector
         # The newest base command: (forward, turn, robot time it arrived).
         self._twist = (0.0, 0.0, -math.inf)
         self._motions: dict[str, _Motion] = {}
@@ -195,9 +204,16 @@ class FakeFetchCore:
     def head_camera(self, state: mujoco.MjData
                     ) -> tuple[np.ndarray, np.ndarray, CameraView, np.ndarray, tuple[str, ...], tuple[str, ...]]:
         """The head camera (the front head view) in `state` (a `copy_state()`): RGB, depth registered to it (metres),
-        its intrinsics, and the detector stand-in's masks: per-pixel index into the names (-1: nothing), names,
-        categories."""
-        observation = self.backend.observe_state(state, ("front",), depth=True, segmentation=True)
+        its intrinsics, and the detector's masks: per-pixel index into the names (-1: nothing), names, categories."""
+        observation = self.backend.observe_state(state, ("front",), depth=True, segmentation=self.detector is None)
+        if self.detector is not None:
+            regions = [region for region in self.detector.regions(observation) if region.view == "front"]
+            ids = np.full(observation.depth["front"].shape, -1, np.int32)
+            for number, region in enumerate(regions):
+                ids[region.mask] = number
+            return (observation.rgb["front"], observation.depth["front"], observation.cameras["front"], ids,
+                    tuple(f"{region.label}_{region.track}" for region in regions),
+                    tuple(region.label for region in regions))
         segmentation = observation.segmentation["front"]
         values, positions = np.unique(segmentation, return_inverse=True)
         seen = [int(index) for index in values if index >= 0]

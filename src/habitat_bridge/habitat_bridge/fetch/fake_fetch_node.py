@@ -240,6 +240,9 @@ def main(args: list[str] | None = None) -> int:
     parser.add_argument("--scene", type=Path, required=True, help="scene.json to load (data/<split>/<id>/)")
     parser.add_argument("--speed", type=float, default=1.0,
                         help="simulated seconds per second of wall time (default 1: as fast as a real Fetch)")
+    parser.add_argument("--perception", choices=("learned", "segmentation"), default="learned",
+                        help="the masks of the head camera: learned (the detector trained on simulator renders, "
+                             "default) or segmentation (the simulator's instance masks standing in for one)")
     options, ros_args = parser.parse_known_args(args)
     if not options.scene.is_file():
         parser.error(f"no scene file {options.scene}")
@@ -248,10 +251,15 @@ def main(args: list[str] | None = None) -> int:
     backend = MujocoBackend()
     backend.reset(SceneSpec.from_dict(json.loads(options.scene.read_text())))
     config = FakeFetchConfig(speed=options.speed)
+    detector = None
+    if options.perception == "learned":
+        from emmoe_core.perception.learned import LearnedDetector
+
+        detector = LearnedDetector(threads=1)
     nodes: list[FakeFetchNode] = []
 
     def make_node() -> Any:
-        nodes.append(FakeFetchNode(FakeFetchCore(backend, config)))
+        nodes.append(FakeFetchNode(FakeFetchCore(backend, config, detector)))
         return nodes[-1].node
 
     def shut_down() -> None:

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from homiebot.commands._ray import add_ray_arguments
     from homiebot.conditions import add_conditions_argument
     from homiebot.run_config import PLANNERS
-    from homiebot.setting import DEFAULT_SETTING, SETTINGS
+    from homiebot.setting import DEFAULT_SETTING, SETTINGS, add_perception_argument
 
     parser.add_argument("--tasks", default="test", help="train, test, all, or task ids like 91,93 (default: test)")
     parser.add_argument("--runs", type=int, default=3, help="runs per task (default: 3, as the benchmark)")
@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="benchmark setting: background (privileged M3 skills) or no_background (sensor-only "
                              "skills on the chosen model's server; see homiebot.setting); default: %(default)s")
     add_conditions_argument(parser)
+    add_perception_argument(parser)
     parser.add_argument("--out", type=Path, required=True, help="experiment folder, e.g. runs/my_exp")
     parser.add_argument("--data", type=Path, default=Path("data"), help="EMMOE data folder (default: data)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel stacks, each on its own ROS_DOMAIN_ID")
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = RunnerConfig(tasks=args.tasks, out=args.out, runs=args.runs, planner=args.planner,
-                              setting=args.setting, conditions=args.conditions, data_dir=args.data, jobs=args.jobs,
+                              setting=args.setting, conditions=args.conditions, perception=args.perception,
+                              data_dir=args.data, jobs=args.jobs,
                               max_steps=args.max_steps,
                               model=args.model, base_url=args.base_url, params_file=args.config,
                               overrides=tuple(args.overrides), run_timeout_s=args.run_timeout,
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     task_ids = select_tasks(args.data, args.tasks)
     status = emmoe_eval_cli.main(["score", "--data", str(args.data), "--runs", str(args.out),
                                   "--tasks", ",".join(task_ids), *scoring_arguments(args.conditions)])
-    print(f"  {describe(args.setting, args.conditions)}", flush=True)
+    print(f"  {describe(args.setting, args.conditions, args.perception)}", flush=True)
     missing = without_result(args.out, task_ids, args.runs)
     if missing:
         print_untrusted(console, ", ".join(missing), f"[red]error[/red]: {len(missing)} run(s) have no planner result "

@@ -27,7 +27,7 @@ HELP = ("build data/<split>/<id>/{scene.json,keypath.json,info.txt} from the tas
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot tasks`."""
     from homiebot.benchmark_tasks import DEFAULT_DEFINITIONS
-    from homiebot.setting import DEFAULT_SETTING, SETTINGS
+    from homiebot.setting import DEFAULT_SETTING, SETTINGS, add_perception_argument
 
     parser.add_argument("action", choices=["build", "check", "fuzz"], help="what to do")
     parser.add_argument("--definitions", type=Path, nargs="+", default=list(DEFAULT_DEFINITIONS),
@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
                         help="check, fuzz: the skills that replay the experts, background (privileged M3) or "
                              "no_background (sensor-only); default: %(default)s")
+    add_perception_argument(parser)
     parser.add_argument("--n", type=int, default=40, help="fuzz: tasks to generate (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="fuzz: replaying processes (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=None,
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         definitions = load_all(args.definitions)
         chosen = {task_id: definitions[task_id] for task_id in _selected(args, sorted(definitions))}
         if args.action == "check":
-            return _check(chosen, args.setting)
+            return _check(chosen, args.setting, args.perception)
         if args.variants and args.tasks and any(split_of(task_id) == "test" for task_id in chosen):
             raise TaskDefinitionError("--variants: test tasks never get variants; select train tasks only")
         written = build_tasks(chosen, args.data)
@@ -125,16 +126,17 @@ def _variants(definitions: dict[int, TaskDefinition], args: argparse.Namespace) 
     return written
 
 
-def _problems(definition: TaskDefinition, scene: Mapping[str, Any], setting: str, backend: Any = None) -> list[str]:
+def _problems(definition: TaskDefinition, scene: Mapping[str, Any], setting: str, backend: Any = None,
+              perception: str | None = None) -> list[str]:
     """What differs from the definition in a drawn scene: misplaced objects, then replayed steps not as designed."""
     from homiebot.expert_check import misplaced_objects, replay
 
     return misplaced_objects(definition, scene) + [check.describe() for check in
-                                                   replay(definition, scene, backend=backend, setting=setting)
+                                                   replay(definition, scene, backend, setting, perception)
                                                    if not check.as_designed]
 
 
-def _check(definitions: dict[int, TaskDefinition], setting: str) -> int:
+def _check(definitions: dict[int, TaskDefinition], setting: str, perception: str | None = None) -> int:
     from homiebot.benchmark_tasks import TaskDefinitionError, scene_for
 
     differing = 0
@@ -145,7 +147,7 @@ def _check(definitions: dict[int, TaskDefinition], setting: str) -> int:
             differing += 1
             print(f"task {task_id}: {error}", flush=True)
             continue
-        problems = _problems(definition, scene, setting)
+        problems = _problems(definition, scene, setting, perception=perception)
         differing += len(problems)
         print(f"task {task_id}: " + ("as designed" if not problems else f"{len(problems)} differ"), flush=True)
         for line in problems:

@@ -11,12 +11,13 @@ HELP = "start the simulation stack (what `ros2 launch homiebot emmoe_sim.launch.
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `homiebot up`."""
     from homiebot.conditions import add_conditions_argument
-    from homiebot.setting import DEFAULT_SETTING, SETTINGS
+    from homiebot.setting import DEFAULT_SETTING, SETTINGS, add_perception_argument
 
     parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT_SETTING,
                         help="benchmark setting: background (privileged M3 skills) or no_background (sensor-only "
                              "skills on the chosen model's server; see homiebot.setting); default: %(default)s")
     add_conditions_argument(parser)
+    add_perception_argument(parser)
     parser.add_argument("--config", type=Path, help="ROS parameter file (default: the installed emmoe_sim.yaml)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NODE.PARAM=VALUE",
                         help="override one parameter of one node, e.g. --set planner.backend=mock (repeatable)")
@@ -33,7 +34,7 @@ def node_overrides(args: argparse.Namespace) -> dict[str, dict[str, object]]:
     from homiebot.cli import UsageError
 
     try:
-        overrides = stack_parameters(args.setting, args.overrides, args.conditions)
+        overrides = stack_parameters(args.setting, args.overrides, args.conditions, args.perception)
     except ValueError as error:
         raise UsageError(str(error)) from error
     names = {spec.name for spec in EMMOE_SIM_NODES}
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     supervisor = Supervisor(specs)
     supervisor.start()
     print(f"[up] {len(specs)} processes started (ROS_DOMAIN_ID={environment.get('ROS_DOMAIN_ID', '0')}, "
-          f"{describe(args.setting, args.conditions)}); Ctrl-C stops them", flush=True)
+          f"{describe(args.setting, args.conditions, args.perception)}); Ctrl-C stops them", flush=True)
     try:
         ended = supervisor.wait_for_any_exit()
     except KeyboardInterrupt:

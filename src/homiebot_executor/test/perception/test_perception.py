@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from emmoe_core.robot.state import CameraView, Observation
 
-from homiebot_executor.perception.detector import SegmentationDetector
+from emmoe_core.perception.detector import SegmentationDetector
 from homiebot_executor.perception.occupancy import FREE, OCCUPIED, UNKNOWN, MapConfig, OnlineMap
 from homiebot_executor.perception.points import point_image, upward_normals, valid
 

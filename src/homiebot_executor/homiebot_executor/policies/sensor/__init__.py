@@ -4,7 +4,7 @@ head cameras (RGB-D with intrinsics and pose), odometry and joint states alone.
 Modules: context (settings, perception: looks, the online map, sightings, arm clearance against the perceived
 cloud), navigate (exploration, standing spots, driving with replanning), manipulate (pick and put from point
 clouds), handles (door and drawer handles, open door panels), articulate (open and close with the hand), skills
-(SensorSkills: one attempt). Object finding goes through homiebot_executor.perception.detector.
+(SensorSkills: one attempt). Object finding goes through emmoe_core.perception.detector.
 """
 
 from homiebot_executor.policies.sensor.context import SensorConfig

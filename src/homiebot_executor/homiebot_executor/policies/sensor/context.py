@@ -25,7 +25,7 @@ from emmoe_core.robot.state import VIEWS, Observation
 from emmoe_core.validation import require_positive_fields
 from scipy.spatial import cKDTree
 
-from homiebot_executor.perception.detector import Detector, SegmentationDetector
+from emmoe_core.perception.detector import Detector, SegmentationDetector
 from homiebot_executor.perception.occupancy import MapConfig, OnlineMap
 from homiebot_executor.perception.points import point_image, valid
 from homiebot_executor.policies.arm_ik import IkConfig
@@ -160,7 +160,8 @@ class SensorContext(RobotContext[SensorConfig]):
     def look(self) -> Snapshot:
         """Observe the head views (config.views) with depth, update the map and the arm-check cloud."""
         with self.lock:
-            observation = self.backend.observe(self.config.views, depth=True, segmentation=True)
+            observation = self.backend.observe(self.config.views, depth=True,
+                                               segmentation=self.detector.needs_segmentation)
         x, y, _ = self.base()
         if self.map is None or observation.time < self._last_time:
             self.map = OnlineMap((x, y), self.config.map)

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from emmoe_core.robot.interface import Robot
 
 from homiebot_executor.failure_model import FailureModel
-from homiebot_executor.perception.detector import Detector
+from emmoe_core.perception.detector import Detector
 from homiebot_executor.policies.arm_motion import reset_arm
 from homiebot_executor.policies.attempt import Progress, run_attempt
 from homiebot_executor.policies.sensor.context import SensorConfig, SensorContext

@@ -4,8 +4,10 @@ A `Detector` takes an observation and a name as the planner wrote it (or as the 
 the image regions where things of that category are seen. The sensor-only skills back-project those regions with
 depth; nothing else of the detector's answer is used.
 
-`SegmentationDetector`, the default in simulation, reads the camera's instance segmentation: it stands in for an
-open-vocabulary detector (Grounding DINO + SAM, for example), and every result produced with it says so. It answers
+`LearnedDetector` (emmoe_core.perception.learned), the default, is a network trained on the simulator's renders: it
+reads RGB and depth only. `SegmentationDetector`, kept for comparison (`--perception segmentation`), reads the
+camera's instance segmentation: it stands in for an open-vocabulary detector (Grounding DINO + SAM, for example),
+and every result produced with it says so. It answers
 by category: a name is reduced to its alias-table entry, so "apple_0", "apple" and "red apple" all find every
 visible apple, and which one the skill uses is decided from the images (nearest first), never from the scene's
 ground truth. A real detector plugs in by implementing `detect` (over the remote policy protocol, for example).
@@ -42,9 +44,16 @@ class Detection:
 
 
 class Detector(Protocol):
-    """Finds things of a named category in an observation (see the module docstring)."""
+    """Finds things of a named category in an observation (see the module docstring).
+
+    Attributes:
+        name: how it finds things, for logs and result tables.
+        needs_segmentation: whether it reads the simulator's instance segmentation (observe with
+            segmentation=True); a detector that does not must never be given it.
+    """
 
     name: str
+    needs_segmentation: bool
 
     def detect(self, observation: Observation, query: str) -> list[Detection]:
         """Detections of `query` in every view of `observation` (empty when nothing is seen)."""
@@ -55,6 +64,7 @@ class SegmentationDetector:
     """The simulator's instance segmentation as a category detector (the stand-in for an open-vocabulary one)."""
 
     name = "segmentation (simulator instance masks standing in for an open-vocabulary detector)"
+    needs_segmentation = True
 
     def __init__(self, table: AliasTable | None = None, min_pixels: int = 12) -> None:
         """Match categories with `table` (the default alias table); ignore regions under `min_pixels`."""
