@@ -289,7 +289,7 @@ def handle_get_observation(backend: SimBackend, request: GetObservation.Request,
     try:
         observation = backend.observe(VIEWS, depth=bool(request.include_depth) or detector is not None,
                                       segmentation=detector is None)
-        canonical = dict(zip(observation.instance_names, observation.instance_canonicals))
+        canonical = dict(zip(observation.instance_names, observation.instance_canonicals))  # also the inventory's
         if detector is None:
             locations = object_locations(backend, canonical, [name for view in VIEWS for name in observation.visible[view]])
             seen_by_view = {view: [(canonical[name], locations.get(name, "")) for name in observation.visible[view]]

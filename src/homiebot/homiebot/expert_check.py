@@ -79,7 +79,9 @@ def replay(definition: TaskDefinition, scene: Mapping[str, Any], backend: Any = 
     from homiebot_executor.policies.sensor import SensorSkills
     from homiebot_executor.subtask import SubtaskExecutor
 
-    from homiebot.setting import create_detector, perception_of
+    from emmoe_core.perception import create_detector
+
+    from homiebot.setting import perception_of
 
     own = backend is None
     sim = MujocoBackend() if own else backend

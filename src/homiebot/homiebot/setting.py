@@ -21,14 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from emmoe_core.perception.detector import Detector
+from emmoe_core.perception import PERCEPTIONS
 
 SETTINGS: tuple[str, ...] = ("background", "no_background")
 DEFAULT_SETTING = "background"
-PERCEPTIONS: tuple[str, ...] = ("learned", "segmentation")
 SETTING_FILE = "setting.json"
 STACK_NODE = "sim_stack"
 EXECUTOR_NODE = "homiebot_executor"
@@ -82,22 +79,6 @@ def setting_overrides(setting: str, perception: str | None = None) -> dict[str, 
     if setting == "no_background":
         overrides[EXECUTOR_NODE] = {"routing": "model"}
     return overrides
-
-
-def create_detector(perception: str) -> Detector:
-    """A new detector of a perception (each user gets its own: the learned one keeps per-episode tracks).
-
-    Raises:
-        ValueError: an unknown perception.
-        emmoe_core.perception.network.NetworkLoadError: the learned detector's weights are missing.
-    """
-    from emmoe_core.perception.detector import SegmentationDetector
-
-    if perception_of("background", perception) == "segmentation":
-        return SegmentationDetector()
-    from emmoe_core.perception.learned import LearnedDetector
-
-    return LearnedDetector()
 
 
 def detector_of(setting: str, perception: str | None = None) -> str:

@@ -42,13 +42,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from emmoe_core.perception import create_detector
 from homiebot_executor.failure_model import FailureConfig, FailureModel
 from homiebot_executor.remote.client import ClientConfig, PolicyClient
 from homiebot_executor.routing import SERVER_OF_MODEL, SERVERS
 from homiebot_executor.skill_servers import RefusingPolicy, RobotClaim, SkillServerNode
 from rclpy.parameter import Parameter
 
-from homiebot.setting import SETTINGS, create_detector, describe, perception_of
+from homiebot.setting import SETTINGS, describe, perception_of
 
 READY_LINE = "homiebot sim stack ready"
 # What the sensor-only skills look through on a Fetch: its one head camera.

@@ -203,13 +203,12 @@ class LearnedDetector:
     def categories(self, query: str) -> set[str]:
         """Canonical names `query` stands for ("apple_0", "apple" and "red apple" all give 013_apple; a part's
         instance name, "fridge_0_door", its furniture's)."""
-        names = self._names(query)
         words = query.split("_")
-        for end in range(len(words) - 1, 0, -1):
-            if names & self._known:
-                break
+        for end in range(len(words), 0, -1):  # the whole name first, then ever shorter heads of it
             names = self._names("_".join(words[:end]))
-        return names if names & self._known else self._names(query)
+            if names & self._known:
+                return names
+        return self._names(query)
 
     def _names(self, query: str) -> set[str]:
         bare = _INSTANCE_SUFFIX.sub("", query)

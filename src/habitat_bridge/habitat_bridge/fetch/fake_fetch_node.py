@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from emmoe_core.perception import PERCEPTIONS
 from emmoe_core.robot import fetch
 
 from habitat_bridge.bridge_core import image_message, seconds_of, stamp
@@ -240,7 +241,7 @@ def main(args: list[str] | None = None) -> int:
     parser.add_argument("--scene", type=Path, required=True, help="scene.json to load (data/<split>/<id>/)")
     parser.add_argument("--speed", type=float, default=1.0,
                         help="simulated seconds per second of wall time (default 1: as fast as a real Fetch)")
-    parser.add_argument("--perception", choices=("learned", "segmentation"), default="learned",
+    parser.add_argument("--perception", choices=PERCEPTIONS, default="learned",
                         help="the masks of the head camera: learned (the detector trained on simulator renders, "
                              "default) or segmentation (the simulator's instance masks standing in for one)")
     options, ros_args = parser.parse_known_args(args)

@@ -23,12 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for sub, views in ((train, "runs/detector/train_views"), (evaluate, "runs/detector/test_views")):
         sub.add_argument("--views", type=Path, default=Path(views), help="folder of the rendered shards "
                          "(default: %(default)s); shards already there are reused")
-        sub.add_argument("--poses", type=int, default=12, help="robot poses per scene, four views each "
-                         "(default: %(default)s)")
+        sub.add_argument("--poses", type=int, help="robot poses per scene, four views each (default: "
+                         "ViewSampling.poses_per_scene in homiebot.perception.views)")
     train.add_argument("--out", type=Path, default=Path("models/detector"),
                        help="weights folder to write (default: %(default)s)")
-    train.add_argument("--steps", type=int, default=10000, help="optimiser steps (default: %(default)s)")
-    train.add_argument("--batch-size", type=int, default=24, help="crops per step (default: %(default)s)")
+    train.add_argument("--steps", type=int, help="optimiser steps (default: TrainingConfig.steps in "
+                       "homiebot.perception.training)")
+    train.add_argument("--batch-size", type=int, help="crops per step (default: TrainingConfig.batch_size)")
     train.add_argument("--variants", type=int, default=len(TRAIN_SEEDS),
                        help="seeded variants of each train task's apartment (default: %(default)s)")
     evaluate.add_argument("--weights", type=Path, default=Path("models/detector"),
@@ -41,9 +42,9 @@ def run(args: argparse.Namespace) -> int:
     from homiebot.cli import UsageError
     from homiebot.perception.views import ViewSampling, render_views
 
-    if args.poses < 1:
+    if args.poses is not None and args.poses < 1:
         raise UsageError(f"--poses must be at least 1, got {args.poses}")
-    sampling = ViewSampling(poses_per_scene=args.poses)
+    sampling = ViewSampling() if args.poses is None else ViewSampling(poses_per_scene=args.poses)
     echo = lambda line: print(line, flush=True)  # noqa: E731
     if args.stage == "train":
         from habitat_bridge.catalog import OBJECT_KINDS
@@ -51,13 +52,15 @@ def run(args: argparse.Namespace) -> int:
         from homiebot.perception.training import TrainingConfig, load_views, train_detector
         from homiebot.perception.views import catalog_classes
 
-        if args.steps < 1 or args.batch_size < 1 or args.variants < 0:
+        given = {name: value for name, value in (("steps", args.steps), ("batch_size", args.batch_size))
+                 if value is not None}
+        if any(value < 1 for value in given.values()) or args.variants < 0:
             raise UsageError("--steps and --batch-size must be at least 1, --variants at least 0")
         seeds = (None, *range(TRAIN_SEEDS[0], TRAIN_SEEDS[0] + args.variants))
         shards = render_views(TRAIN_TASKS, seeds, args.views, sampling, echo)
         echo(f"[detector] loading {len(shards)} shards")
         card = train_detector(load_views(shards), catalog_classes(), set(OBJECT_KINDS), args.out,
-                              TrainingConfig(steps=args.steps, batch_size=args.batch_size), echo)
+                              TrainingConfig(**given), echo)
         print(f"weights: {args.out} ({card['wall_minutes']} min of training on {card['views']} views)")
         return 0
     from emmoe_core.perception.network import NetworkLoadError

@@ -19,8 +19,14 @@ from scipy import ndimage
 
 from homiebot.perception.training import load_views
 
-# Distance bands (metres, median depth of the ground-truth region) of the instance recall.
+# Distance bands (metres, median depth of the ground-truth region) of the instance recall, and their names.
 BANDS: tuple[tuple[float, float], ...] = ((0.0, 1.5), (1.5, 2.5), (2.5, 99.0))
+BAND_NAMES: tuple[str, ...] = tuple(f"{low:g}-{high:g}m" if high < 99 else f">{low:g}m" for low, high in BANDS)
+
+
+def _percent(part: int, whole: int) -> float | None:
+    """100 part / whole to one decimal; None for an empty whole."""
+    return round(100.0 * part / whole, 1) if whole else None
 
 
 @dataclass
@@ -35,23 +41,20 @@ class ClassScores:
 
     def row(self) -> dict[str, float | int | None]:
         """The figures of the module docstring."""
-        def share(part: int, whole: int) -> float | None:
-            return round(100.0 * part / whole, 1) if whole else None
-
         row: dict[str, float | int | None] = {
-            "pixel_precision": share(self.overlap, self.predicted_pixels),
-            "pixel_recall": share(self.overlap, self.true_pixels),
-            "iou": share(self.overlap, self.true_pixels + self.predicted_pixels - self.overlap),
-            "detection_precision": share(*self.detections)}
+            "pixel_precision": _percent(self.overlap, self.predicted_pixels),
+            "pixel_recall": _percent(self.overlap, self.true_pixels),
+            "iou": _percent(self.overlap, self.true_pixels + self.predicted_pixels - self.overlap),
+            "detection_precision": _percent(*self.detections)}
         for band, (found, count) in sorted(self.found.items()):
-            row[f"recall_{band}"], row[f"instances_{band}"] = share(found, count), count
+            row[f"recall_{band}"], row[f"instances_{band}"] = _percent(found, count), count
         return row
 
 
 def _band(depth: float) -> str:
-    for low, high in BANDS:
+    for (low, high), name in zip(BANDS, BAND_NAMES):
         if low <= depth < high:
-            return f"{low:g}-{high:g}m" if high < 99 else f">{low:g}m"
+            return name
     return "unknown"
 
 
@@ -74,8 +77,9 @@ def evaluate_detector(weights: Path, shards: Sequence[Path], min_pixels: int = 1
             view, truth = VIEWS[i - start], views.label[i]
             predicted = np.zeros(truth.shape, np.int16)
             for region in (item for item in regions if item.view == view):
-                predicted[region.mask] = classes.index(region.label)
-                right = np.mean(truth[region.mask] == classes.index(region.label)) >= 0.25
+                index = classes.index(region.label)
+                predicted[region.mask] = index
+                right = np.mean(truth[region.mask] == index) >= 0.25
                 counts = scores[region.label].detections
                 counts[0], counts[1] = counts[0] + int(right), counts[1] + 1
             true_names = set()
@@ -105,19 +109,18 @@ def evaluate_detector(weights: Path, shards: Sequence[Path], min_pixels: int = 1
     total = {band: [sum(s.found.get(band, [0, 0])[k] for s in objects) for k in (0, 1)]
              for band in sorted({band for s in objects for band in s.found})}
     return {"views": len(views), "classes": per_class,
-            "object_recall": {band: {"found": found, "instances": count,
-                                     "recall": round(100.0 * found / count, 1) if count else None}
+            "object_recall": {band: {"found": found, "instances": count, "recall": _percent(found, count)}
                               for band, (found, count) in total.items()},
-            "object_detection_precision": round(100.0 * sum(s.detections[0] for s in objects)
-                                                / max(1, sum(s.detections[1] for s in objects)), 1),
-            "visible_names": {"precision": round(100.0 * names_right / max(1, names_shown), 1),
-                              "recall": round(100.0 * names_right / max(1, names_true), 1)}}
+            "object_detection_precision": _percent(sum(s.detections[0] for s in objects),
+                                                   sum(s.detections[1] for s in objects)),
+            "visible_names": {"precision": _percent(names_right, names_shown),
+                              "recall": _percent(names_right, names_true)}}
 
 
 def report_lines(scores: dict[str, object]) -> list[str]:
     """The scores as a table: one row per class, then the object recall by distance and the text observation."""
     classes: dict[str, dict[str, object]] = scores["classes"]  # type: ignore[assignment]
-    bands = [f"{low:g}-{high:g}m" if high < 99 else f">{low:g}m" for low, high in BANDS]
+    bands = BAND_NAMES
 
     def cell(value: object) -> str:
         return "-" if value is None else f"{value}"
