@@ -21,7 +21,8 @@ OBJECTS = ("013_apple", "024_bowl")
 
 
 def tiny_weights(folder):
-    save_network(SegmentationNet(NetworkConfig(CLASSES, OBJECTS, (4, 4, 4, 4), 4)), folder, {"note": "untrained"})
+    save_network(SegmentationNet(NetworkConfig(CLASSES, OBJECTS, widths=(4, 4, 4, 4), decoder_width=4)), folder,
+                 {"note": "untrained"})
     return folder
 
 
@@ -40,7 +41,7 @@ def test_the_label_set_starts_with_the_background_and_never_repeats():
 
 
 def test_weights_round_trip_in_half_precision_and_a_bad_folder_says_what_is_missing(tmp_path):
-    network = SegmentationNet(NetworkConfig(CLASSES, OBJECTS, (4, 4, 4, 4), 4)).eval()
+    network = SegmentationNet(NetworkConfig(CLASSES, OBJECTS, widths=(4, 4, 4, 4), decoder_width=4)).eval()
     save_network(network, tmp_path / "w")
     loaded = load_network(tmp_path / "w")
     assert loaded.config == network.config
@@ -52,7 +53,7 @@ def test_weights_round_trip_in_half_precision_and_a_bad_folder_says_what_is_miss
     with pytest.raises(NetworkLoadError, match="config.json and model.safetensors"):
         load_network(tmp_path / "nowhere")
     other = tmp_path / "other"
-    save_network(SegmentationNet(NetworkConfig(CLASSES, OBJECTS, (8, 8, 8, 8), 8)), other)
+    save_network(SegmentationNet(NetworkConfig(CLASSES, OBJECTS, widths=(8, 8, 8, 8), decoder_width=8)), other)
     (other / "config.json").write_text((tmp_path / "w" / "config.json").read_text())
     with pytest.raises(NetworkLoadError, match="do not fit"):
         load_network(other)
@@ -116,6 +117,22 @@ def test_regions_under_the_minimum_size_are_not_detections(tmp_path):
     labelled(detector, {"front": apple_on_table()})
     assert detector.detect(scene(0.0), "apple") == []
     assert [label for label, _ in detector.visible(scene(0.0))["front"]] == ["frl_apartment_table_01"]
+
+
+def test_a_region_much_smaller_than_its_class_is_no_detection(tmp_path):
+    # the apple's 25 pixels at 1 m through a focal length of 16 pixels cover 0.098 m^2
+    sizes = {"an apple": (0.075, 0.075, 0.075), "an apple a metre wide": (1.0, 1.0, 1.0)}
+    found = {}
+    for name, size in sizes.items():
+        config = NetworkConfig(CLASSES, OBJECTS, (size, (0.16, 0.16, 0.05)), widths=(4, 4, 4, 4), decoder_width=4)
+        save_network(SegmentationNet(config), tmp_path / name)
+        detector = LearnedDetector(tmp_path / name, min_pixels=4, min_area_share=0.2)
+        labelled(detector, {"front": apple_on_table()})
+        found[name] = len(detector.detect(scene(0.0), "apple"))
+    assert found == {"an apple": 1, "an apple a metre wide": 0}  # 0.098 m^2 is under a fifth of 1 m^2
+    assert detector.network.config.sizes[0] == (1.0, 1.0, 1.0)  # the sizes travel with the weights
+    with pytest.raises(ValueError, match="one size per object class"):
+        NetworkConfig(CLASSES, OBJECTS, ((1.0, 1.0, 1.0),))
 
 
 def test_a_part_s_instance_name_finds_its_furniture_and_an_unknown_name_finds_nothing(tmp_path):

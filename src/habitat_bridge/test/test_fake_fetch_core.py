@@ -75,7 +75,8 @@ def test_with_a_detector_the_head_camera_masks_are_its_regions_and_no_segmentati
     from emmoe_core.perception.network import NetworkConfig, SegmentationNet, save_network
 
     classes = ("background", "013_apple", "kitchen_counter")
-    save_network(SegmentationNet(NetworkConfig(classes, ("013_apple",), (4, 4, 4, 4), 4)), tmp_path)
+    save_network(SegmentationNet(NetworkConfig(classes, ("013_apple",), widths=(4, 4, 4, 4), decoder_width=4)),
+                 tmp_path)
     detector = LearnedDetector(tmp_path)
     labels = np.zeros((256, 256), np.uint8)
     labels[100:120, 100:120], labels[200:, :] = 1, 2

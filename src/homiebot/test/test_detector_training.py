@@ -19,7 +19,8 @@ from homiebot.perception.training import (  # noqa: E402
 from homiebot.perception.views import ViewSampling, catalog_classes, class_image, render_views  # noqa: E402
 
 CLASSES = DetectorClasses(("background", "013_apple", "fridge"))
-PRIORITY = object_priority(CLASSES, {"013_apple"})
+APPLE = {"013_apple": (0.075, 0.075, 0.075)}
+PRIORITY = object_priority(CLASSES, set(APPLE))
 
 
 def test_a_half_resolution_block_takes_its_smallest_thing():
@@ -74,9 +75,9 @@ def test_a_short_run_learns_the_red_square_and_a_stopped_run_resumes(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train_detector(views, CLASSES, {"013_apple"}, tmp_path / "w", config, stop_at_step_100)
+        train_detector(views, CLASSES, APPLE, tmp_path / "w", config, stop_at_step_100)
     assert (tmp_path / "w" / "checkpoint.pt").exists() and not (tmp_path / "w" / "model.safetensors").exists()
-    card = train_detector(views, CLASSES, {"013_apple"}, tmp_path / "w", config, lines.append)
+    card = train_detector(views, CLASSES, APPLE, tmp_path / "w", config, lines.append)
     assert "[detector] resuming at step 50/120" in lines
     assert card["views"] == 16 and not (tmp_path / "w" / "checkpoint.pt").exists()
     from emmoe_core.perception.learned import LearnedDetector
@@ -93,7 +94,25 @@ def test_a_short_run_learns_the_red_square_and_a_stopped_run_resumes(tmp_path):
     assert np.mean(labels["front"][views.label[0] == 0] == 0) > 0.9
     torch.save({"config": {}}, tmp_path / "w" / "checkpoint.pt")
     with pytest.raises(ValueError, match="other settings"):
-        train_detector(views, CLASSES, {"013_apple"}, tmp_path / "w", config, lines.append)
+        train_detector(views, CLASSES, APPLE, tmp_path / "w", config, lines.append)
+
+
+def test_fine_tuning_starts_from_the_given_weights_and_refuses_another_label_set(tmp_path):
+    from emmoe_core.perception.network import NetworkConfig, SegmentationNet, load_network, save_network
+
+    views = synthetic_views(count=4)
+    start = SegmentationNet(NetworkConfig(CLASSES.names, ("013_apple",)))
+    save_network(start, tmp_path / "start")
+    config = TrainingConfig(steps=1, batch_size=2, crop=32, learning_rate=1e-9, init=str(tmp_path / "start"))
+    card = train_detector(views, CLASSES, APPLE, tmp_path / "tuned", config, lambda line: None)
+    assert card["training"]["init"] == str(tmp_path / "start")
+    tuned, saved = load_network(tmp_path / "tuned").state_dict(), load_network(tmp_path / "start").state_dict()
+    assert all(np.allclose(tuned[name].numpy(), saved[name].numpy(), atol=1e-3) for name in saved)  # one tiny step
+    assert load_network(tmp_path / "tuned").config.sizes == ((0.075, 0.075, 0.075),)
+    save_network(SegmentationNet(NetworkConfig(("background", "fridge"))), tmp_path / "other")
+    with pytest.raises(ValueError, match="other classes"):
+        train_detector(views, CLASSES, APPLE, tmp_path / "again", TrainingConfig(
+            steps=1, batch_size=2, crop=32, init=str(tmp_path / "other")), lambda line: None)
 
 
 def test_a_perfect_labelling_scores_a_hundred(tmp_path, monkeypatch):
@@ -102,8 +121,9 @@ def test_a_perfect_labelling_scores_a_hundred(tmp_path, monkeypatch):
 
     views = synthetic_views(count=8)
     np.savez_compressed(tmp_path / "shard.npz", rgb=views.rgb, depth=(views.depth * 1000).astype(np.uint16),
-                        label=views.label)
-    save_network(SegmentationNet(NetworkConfig(CLASSES.names, ("013_apple",), (4, 4, 4, 4), 4)), tmp_path / "w")
+                        label=views.label, focal=np.full(len(views.rgb), 32.0, np.float32))
+    save_network(SegmentationNet(NetworkConfig(CLASSES.names, ("013_apple",), widths=(4, 4, 4, 4), decoder_width=4)),
+                 tmp_path / "w")
     truth = iter(views.label)
     monkeypatch.setattr(learned.LearnedDetector, "label_views",
                         lambda self, observation: {view: learned.ViewLabels(labels, np.ones(labels.shape))
@@ -125,6 +145,7 @@ def test_views_are_rendered_with_classes_and_a_rerun_reuses_the_shard(tmp_path):
     assert len(lines) == 1 and shards == [tmp_path / "3_own.npz"]
     shard = np.load(shards[0])
     assert shard["rgb"].shape == (8, 256, 256, 3) and shard["label"].max() >= len(classes) - 11  # furniture seen
+    assert shard["focal"].shape == (8,) and np.allclose(shard["focal"], 128.0)  # 90 degrees over 256 pixels
     assert render_views([3], [None], tmp_path, ViewSampling(poses_per_scene=2), lines.append) == shards
     assert len(lines) == 1
     assert (tmp_path / "classes.txt").read_text().split() == list(classes.names)

@@ -6,7 +6,10 @@ most likely class is less likely than `min_confidence` is background. A class's 
 `min_pixels` pixels whose mean confidence reaches `object_confidence` (small objects) or `furniture_confidence` are its
 detections (a region the network is unsure of is more often wrong than right far from the robot, and a wrong one
 would be remembered); for small objects the pixels whose depth lies far from the region's median
-are dropped (a mask at half resolution brought back to full resolution spills onto what lies behind a small thing).
+are dropped (a mask at half resolution brought back to full resolution spills onto what lies behind a small thing),
+and a region whose surface, measured with depth and the camera's focal length, is under `min_area_share` of its
+class's smallest face (the catalog's size, in the network's config) is dropped: a patch of a few square centimetres
+that looks like a can is a reflection or a print, not a can, at any distance.
 Tracks: a region whose back-projected points come within `track_radius` of the points last seen of a track of the
 same class continues that track; otherwise it starts a new one. Tracks are forgotten when the observation time goes
 backwards (a new episode).
@@ -72,6 +75,13 @@ def back_project(mask: np.ndarray, depth: np.ndarray, camera: CameraView) -> np.
     return points
 
 
+def surface(mask: np.ndarray, depth: np.ndarray, camera: CameraView) -> float:
+    """Square metres the mask's pixels cover, facing the camera (each pixel covers (depth / focal)^2)."""
+    values = depth[mask]
+    values = values[np.isfinite(values) & (values > 0)]
+    return float(np.sum(values.astype(np.float64) ** 2) / (camera.fx * camera.fy))
+
+
 class LearnedDetector:
     """Finds things with the trained network (see the module docstring)."""
 
@@ -79,11 +89,12 @@ class LearnedDetector:
     needs_segmentation = False
 
     def __init__(self, weights: Path = DEFAULT_WEIGHTS, table: AliasTable | None = None, min_pixels: int = 12,
-                 min_confidence: float = 0.5, object_confidence: float = 0.5, furniture_confidence: float = 0.8,
-                 track_radius: float = 0.08, threads: int = 2) -> None:
+                 min_confidence: float = 0.4, object_confidence: float = 0.5, furniture_confidence: float = 0.8,
+                 min_area_share: float = 0.3, track_radius: float = 0.08, threads: int = 2) -> None:
         """Load the network from `weights` (a folder with config.json and model.safetensors); a pixel whose most
         likely class has a probability under `min_confidence` counts as background, a region whose mean probability
-        is under `object_confidence` (small objects) or `furniture_confidence` (the rest) is no detection.
+        is under `object_confidence` (small objects) or `furniture_confidence` (the rest) is no detection, nor is a
+        small object's region whose surface is under `min_area_share` of its class's smallest face.
 
         Raises:
             emmoe_core.perception.network.NetworkLoadError: no usable weights there.
@@ -102,6 +113,10 @@ class LearnedDetector:
         self.min_confidence = min_confidence
         self.object_confidence = object_confidence
         self.furniture_confidence = furniture_confidence
+        config = self.network.config
+        # class index -> the least surface (square metres) a region of it may show: a share of its smallest face
+        self._least_area = {self.classes.index(name): min_area_share * float(np.prod(sorted(size)[:2]))
+                            for name, size in zip(config.objects, config.sizes)}
         self.track_radius = track_radius
         self._small = {index for index, name in enumerate(self.classes) if name in self.network.config.objects}
         self._known = {normalize(name) for name in self.classes[1:]}
@@ -166,7 +181,8 @@ class LearnedDetector:
                 median = float(np.median(finite))
                 if index in self._small:
                     mask = mask & (np.abs(depth - median) < max(0.12, 0.1 * median))
-                    if int(mask.sum()) < self.min_pixels // 2:
+                    if int(mask.sum()) < self.min_pixels // 2 or \
+                            (camera is not None and surface(mask, depth, camera) < self._least_area.get(index, 0.0)):
                         return None
         label = self.classes[index]
         points = back_project(mask, depth, camera) if depth is not None and camera is not None else np.zeros((0, 3))

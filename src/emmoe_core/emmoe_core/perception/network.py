@@ -23,19 +23,27 @@ DEPTH_SCALE = 5.0  # metres that map to 1.0
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Shape of the network.
+    """Shape of the network and what it labels.
 
     Attributes:
         classes: class names, "background" first (the label set it was trained on).
         objects: the classes that are small objects (the rest are furniture).
+        sizes: each object class's bounding box (x, y, z) in metres, in the order of `objects` (the catalog's
+            dimensions, known when the network is trained; empty: unknown, no region is judged by its size).
         widths: channels at 1/2, 1/4, 1/8 and 1/16 resolution.
         decoder_width: channels of the last decoder stage (1/2 resolution).
     """
 
     classes: tuple[str, ...]
     objects: tuple[str, ...] = ()
+    sizes: tuple[tuple[float, float, float], ...] = ()
     widths: tuple[int, int, int, int] = (16, 32, 64, 96)
     decoder_width: int = 24
+
+    def __post_init__(self) -> None:
+        if self.sizes and len(self.sizes) != len(self.objects):
+            raise ValueError(f"NetworkConfig.sizes: expected one size per object class ({len(self.objects)}), "
+                             f"got {len(self.sizes)}")
 
 
 def _conv(inputs: int, outputs: int, stride: int = 1, kernel: int = 3) -> nn.Sequential:
@@ -110,8 +118,9 @@ def load_network(folder: Path) -> SegmentationNet:
         raise NetworkLoadError(f"no learned detector in {folder}: config.json and model.safetensors are needed "
                                "(train one with `homiebot detector train`)")
     fields = json.loads(config_path.read_text())
-    config = NetworkConfig(tuple(fields["classes"]), tuple(fields.get("objects", ())), tuple(fields["widths"]),
-                           int(fields["decoder_width"]))
+    config = NetworkConfig(tuple(fields["classes"]), tuple(fields.get("objects", ())),
+                           tuple((float(x), float(y), float(z)) for x, y, z in fields.get("sizes", ())),
+                           tuple(fields["widths"]), int(fields["decoder_width"]))
     network = SegmentationNet(config)
     try:
         network.load_state_dict({name: tensor.float() for name, tensor in load_file(str(weights_path)).items()})

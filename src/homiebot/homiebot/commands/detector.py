@@ -30,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--steps", type=int, help="optimiser steps (default: TrainingConfig.steps in "
                        "homiebot.perception.training)")
     train.add_argument("--batch-size", type=int, help="crops per step (default: TrainingConfig.batch_size)")
+    train.add_argument("--learning-rate", type=float, help="peak learning rate (default: "
+                       "TrainingConfig.learning_rate)")
+    train.add_argument("--init", type=Path, help="a weights folder to fine-tune instead of starting from random "
+                       "weights (its classes must be these)")
     train.add_argument("--variants", type=int, default=len(TRAIN_SEEDS),
                        help="seeded variants of each train task's apartment (default: %(default)s)")
     evaluate.add_argument("--weights", type=Path, default=Path("models/detector"),
@@ -52,15 +56,24 @@ def run(args: argparse.Namespace) -> int:
         from homiebot.perception.training import TrainingConfig, load_views, train_detector
         from homiebot.perception.views import catalog_classes
 
-        given = {name: value for name, value in (("steps", args.steps), ("batch_size", args.batch_size))
-                 if value is not None}
-        if any(value < 1 for value in given.values()) or args.variants < 0:
+        if any(value is not None and value < 1 for value in (args.steps, args.batch_size)) or args.variants < 0:
             raise UsageError("--steps and --batch-size must be at least 1, --variants at least 0")
+        if args.learning_rate is not None and not args.learning_rate > 0:
+            raise UsageError(f"--learning-rate must be positive, got {args.learning_rate}")
+        if args.init is not None and not (args.init / "config.json").is_file():
+            raise UsageError(f"--init {args.init}: no weights there (config.json and model.safetensors)")
+        defaults = TrainingConfig()
+        config = TrainingConfig(
+            steps=defaults.steps if args.steps is None else args.steps,
+            batch_size=defaults.batch_size if args.batch_size is None else args.batch_size,
+            learning_rate=defaults.learning_rate if args.learning_rate is None else args.learning_rate,
+            init="" if args.init is None else str(args.init))
         seeds = (None, *range(TRAIN_SEEDS[0], TRAIN_SEEDS[0] + args.variants))
         shards = render_views(TRAIN_TASKS, seeds, args.views, sampling, echo)
         echo(f"[detector] loading {len(shards)} shards")
-        card = train_detector(load_views(shards), catalog_classes(), set(OBJECT_KINDS), args.out,
-                              TrainingConfig(**given), echo)
+        card = train_detector(load_views(shards), catalog_classes(),
+                              {name: kind.size for name, kind in OBJECT_KINDS.items()}, args.out,
+                              config, echo)
         print(f"weights: {args.out} ({card['wall_minutes']} min of training on {card['views']} views)")
         return 0
     from emmoe_core.perception.network import NetworkLoadError

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from emmoe_core.robot.state import VIEWS, Observation
+from emmoe_core.robot.state import VIEWS, CameraView, Observation
 from scipy import ndimage
 
 from homiebot.perception.training import load_views
@@ -58,6 +58,12 @@ def _band(depth: float) -> str:
     return "unknown"
 
 
+def _camera(shape: tuple[int, ...], focal: float) -> CameraView:
+    """A view's intrinsics, at the world's origin (the scores need sizes, not places)."""
+    height, width = shape[:2]
+    return CameraView(width, height, focal, focal, width / 2.0, height / 2.0, (0.0, 0.0, 0.0), np.eye(3))
+
+
 def evaluate_detector(weights: Path, shards: Sequence[Path], min_pixels: int = 12) -> dict[str, object]:
     """Scores of the detector in `weights` on `shards` (see the module docstring)."""
     from emmoe_core.perception.learned import LearnedDetector
@@ -65,12 +71,17 @@ def evaluate_detector(weights: Path, shards: Sequence[Path], min_pixels: int = 1
     detector = LearnedDetector(weights, min_pixels=min_pixels)
     classes, small = detector.classes, set(detector.network.config.objects)
     views = load_views(shards)
+    if views.focal is None:
+        raise ValueError("these view shards keep no focal length (rendered by an older version): remove them so "
+                         "they are rendered again")
     scores = {name: ClassScores() for name in classes[1:]}
     names_right = names_shown = names_true = 0
     for start in range(0, len(views), len(VIEWS)):
         batch = range(start, min(start + len(VIEWS), len(views)))
         observation = Observation(time=float(start), rgb={VIEWS[i - start]: views.rgb[i] for i in batch},
-                                  depth={VIEWS[i - start]: views.depth[i] for i in batch})
+                                  depth={VIEWS[i - start]: views.depth[i] for i in batch},
+                                  cameras={VIEWS[i - start]: _camera(views.rgb[i].shape, float(views.focal[i]))
+                                           for i in batch})
         regions = detector.regions(observation)
         shown = {view: {label for label, _ in seen} for view, seen in detector.visible(observation).items()}
         for i in batch:

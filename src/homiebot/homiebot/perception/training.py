@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,6 +34,7 @@ class TrainingConfig:
         threads: torch CPU threads.
         seed: random seed of crops, flips and initial weights.
         checkpoint_every: steps between resumable checkpoints.
+        init: a weights folder (save_network's) to start from, fine-tuning it; empty: random initial weights.
     """
 
     steps: int = 10000
@@ -44,15 +45,18 @@ class TrainingConfig:
     threads: int = 2
     seed: int = 0
     checkpoint_every: int = 250
+    init: str = ""
 
 
 @dataclass
 class ViewSet:
-    """Rendered views in memory: rgb (N, H, W, 3) uint8, depth (N, H, W) metres float32, label (N, H, W) uint8."""
+    """Rendered views in memory: rgb (N, H, W, 3) uint8, depth (N, H, W) metres float32, label (N, H, W) uint8,
+    focal (N,) the camera's focal length in pixels (None: shards rendered before it was kept)."""
 
     rgb: np.ndarray
     depth: np.ndarray
     label: np.ndarray
+    focal: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.rgb)
@@ -65,9 +69,10 @@ def load_views(shards: Sequence[Path]) -> ViewSet:
         FileNotFoundError: a shard is missing.
     """
     parts = [np.load(shard) for shard in shards]
+    focal = np.concatenate([part["focal"] for part in parts]) if all("focal" in part for part in parts) else None
     return ViewSet(np.concatenate([part["rgb"] for part in parts]),
                    np.concatenate([part["depth"] for part in parts]).astype(np.float32) / 1000.0,
-                   np.concatenate([part["label"] for part in parts]))
+                   np.concatenate([part["label"] for part in parts]), focal)
 
 
 def object_priority(classes: DetectorClasses, objects: set[str]) -> np.ndarray:
@@ -128,19 +133,27 @@ class CropSampler:
         return np.stack(rgb).astype(np.uint8), np.stack(depth), np.stack(label)
 
 
-def train_detector(views: ViewSet, classes: DetectorClasses, objects: set[str], out: Path, config: TrainingConfig,
-                   progress: Callable[[str], None] = print) -> dict[str, object]:
-    """Train (or continue training) the detector into `out`; the card written with the weights."""
+def train_detector(views: ViewSet, classes: DetectorClasses, objects: Mapping[str, tuple[float, float, float]],
+                   out: Path, config: TrainingConfig, progress: Callable[[str], None] = print) -> dict[str, object]:
+    """Train (or continue training) the detector into `out` (`objects`: the small-object classes and their sizes,
+    kept in the network's config); the card written with the weights."""
     import torch
-    from emmoe_core.perception.network import NetworkConfig, SegmentationNet, network_input, save_network
+    from emmoe_core.perception.network import (NetworkConfig, SegmentationNet, load_network, network_input,
+                                               save_network)
     from torch.nn import functional
 
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
-    priority = object_priority(classes, objects)
+    priority = object_priority(classes, set(objects))
     half = half_labels(views.label, priority)
     weights = torch.from_numpy(class_weights(half, len(classes)))
-    network = SegmentationNet(NetworkConfig(classes.names, tuple(sorted(objects))))
+    network = SegmentationNet(NetworkConfig(classes.names, tuple(sorted(objects)),
+                                            tuple(objects[name] for name in sorted(objects))))
+    if config.init:
+        start_from = load_network(Path(config.init))
+        if start_from.config.classes != classes.names:
+            raise ValueError(f"{config.init} labels other classes than these views: it cannot be fine-tuned on them")
+        network.load_state_dict(start_from.state_dict())
     optimiser = torch.optim.AdamW(network.parameters(), lr=config.learning_rate, weight_decay=1e-4)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * min(step / config.steps, 1.0))))

@@ -90,7 +90,7 @@ def render_scene(backend: object, scene: object, sampling: ViewSampling, classes
     rows, columns = grid.shape
     (x0, y0), (x1, y1) = grid.center_of(0, 0), grid.center_of(columns - 1, rows - 1)
     bounds = (min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1))
-    rgb, depth, label = [], [], []
+    rgb, depth, label, focal = [], [], [], []
     for index in range(sampling.poses_per_scene):
         pose = _sample_pose(rng, grid.is_free, things, bounds, index < sampling.near_share * sampling.poses_per_scene)
         if pose is None:
@@ -101,7 +101,9 @@ def render_scene(backend: object, scene: object, sampling: ViewSampling, classes
             rgb.append(observation.rgb[view])
             depth.append(np.clip(observation.depth[view] * 1000.0, 0, 65535).astype(np.uint16))
             label.append(class_image(observation.segmentation[view], observation.instance_canonicals, classes))
-    return {"rgb": np.stack(rgb), "depth": np.stack(depth), "label": np.stack(label)}
+            focal.append(observation.cameras[view].fx)
+    return {"rgb": np.stack(rgb), "depth": np.stack(depth), "label": np.stack(label),
+            "focal": np.array(focal, np.float32)}
 
 
 def render_views(task_ids: Iterable[int], seeds: Iterable[int | None], out: Path, sampling: ViewSampling,

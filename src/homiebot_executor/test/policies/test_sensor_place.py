@@ -1,10 +1,13 @@
-"""Where the sensor-only Put sets things down: the main surface by area, and how far inside its seen edges."""
+"""Where the sensor-only Put sets things down: the main surface by area, and how far inside its seen edges; and how
+it tells that something was set down."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from homiebot_executor.policies.sensor.manipulate import edge_distances, main_level
+from types import SimpleNamespace
+
+from homiebot_executor.policies.sensor.manipulate import edge_distances, main_level, standing_points
 
 
 def grid_points(x: tuple[float, float], y: tuple[float, float], z: float, step: float) -> np.ndarray:
@@ -34,3 +37,16 @@ def test_edge_distances_grow_towards_the_middle_and_stop_at_an_occluded_patch() 
     # Something standing on the middle hides the surface there: its neighbourhood counts as edge.
     hidden = top[np.hypot(top[:, 0] - 0.5, top[:, 1] - 0.3) > 0.08]
     assert edge_distances(hidden, queries[2:])[0] < 0.06
+
+
+def test_a_put_counts_the_points_that_stand_on_the_spot() -> None:
+    spot = np.array([1.0, 0.0, 0.75])
+    surface = grid_points((0.8, 1.2), (-0.2, 0.2), 0.75, 0.02)
+    peach = np.array([[1.0 + dx, dy, 0.75 + dz] for dx in (-0.02, 0.0, 0.02) for dy in (-0.02, 0.02)
+                      for dz in (0.03, 0.05)])
+    apart = peach + np.array([0.3, 0.0, 0.0])  # something already standing 30 cm away
+    before = SimpleNamespace(cloud_points=np.concatenate([surface, apart]))
+    after = SimpleNamespace(cloud_points=np.concatenate([surface, apart, peach]))
+    assert standing_points(before, spot, 0.06) == 0  # neither the surface nor what stands beside the spot count
+    assert standing_points(after, spot, 0.06) == len(peach)
+    assert standing_points(SimpleNamespace(cloud_points=np.zeros((0, 3))), spot, 0.06) == 0

@@ -9,8 +9,8 @@ Put: find the receptacle, collect its upward-facing surface points (table tops, 
 drawer) within reach with room above them for the held object, keep the height that covers the largest area (a
 sofa's seat, not its armrests; measured as area, not as a count of points, which favours what is near the camera),
 choose the point farthest inside that area's seen edges (up to 0.2 m), carry the object over it, release, let it
-settle and look: success when an object of the held category is seen resting within 0.15 m of the chosen point and
-the hand is empty.
+settle and look: success when the hand is empty and an object of the held category is seen resting within 0.15 m of
+the chosen point, or, when the detector does not name it, the surface there holds something it did not hold before.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ DEFAULT_HELD_HEIGHT = 0.15
 # Surfaces higher than this above the gripper's reach are not tried (metres).
 SURFACE_HEIGHTS = (0.05, 1.25)
 PLACED_WITHIN = 0.15
+# Points of the arm-check cloud (2 cm voxels) that, added on a place spot by a Put, tell something was put there.
+OCCUPIED_POINTS = 4
 # Surfaces are measured on a grid of cells of this size (metres): by area, so that a near surface, which the camera
 # samples densely, does not outweigh a larger one farther away.
 SPOT_CELL = 0.05
@@ -265,6 +267,7 @@ def put(ctx: SensorContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     receptacle = within_reach(ctx, goal.place)
     step_inside_reach(ctx, goal.place)
     spot = place_spot(ctx, goal.place, held_height)
+    standing_before = standing_points(ctx, spot, held_height)
     x, y, _ = ctx.base()
     yaw = math.atan2(spot[1] - y, spot[0] - x)
     release_point = spot + np.array([0.0, 0.0, held_height - 0.03 + 0.04])
@@ -290,7 +293,16 @@ def put(ctx: SensorContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     resting = [sighting for sighting in ctx.find(label)
                if np.min(np.linalg.norm(sighting.points - (spot + np.array([0, 0, held_height / 2])), axis=1))
                < PLACED_WITHIN + held_height / 2]
-    if not resting:
+    if not resting and standing_points(ctx, spot, held_height) - standing_before < OCCUPIED_POINTS:
         return SkillStatus.PLACE_FAILED, f"no {label} is seen resting where it was released"
     return SkillStatus.SUCCEEDED, ""
+
+
+def standing_points(ctx: SensorContext, spot: np.ndarray, held_height: float) -> int:
+    """How many points of the arm-check cloud stand on the surface within PLACED_WITHIN of `spot`, up to the held
+    object's height (counted before and after a Put: what was added is what the hand let go of)."""
+    cloud = ctx.cloud_points
+    standing = (np.hypot(cloud[:, 0] - spot[0], cloud[:, 1] - spot[1]) < PLACED_WITHIN) & \
+        (cloud[:, 2] > spot[2] + min(0.02, held_height / 2)) & (cloud[:, 2] < spot[2] + held_height + 0.03)
+    return int(standing.sum())
 
