@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from types import SimpleNamespace
-
 from homiebot_executor.policies.sensor.manipulate import edge_distances, main_level, standing_points
 
 
@@ -45,8 +43,8 @@ def test_a_put_counts_the_points_that_stand_on_the_spot() -> None:
     peach = np.array([[1.0 + dx, dy, 0.75 + dz] for dx in (-0.02, 0.0, 0.02) for dy in (-0.02, 0.02)
                       for dz in (0.03, 0.05)])
     apart = peach + np.array([0.3, 0.0, 0.0])  # something already standing 30 cm away
-    before = SimpleNamespace(cloud_points=np.concatenate([surface, apart]))
-    after = SimpleNamespace(cloud_points=np.concatenate([surface, apart, peach]))
+    before = np.concatenate([surface, apart])
+    after = np.concatenate([surface, apart, peach])
     assert standing_points(before, spot, 0.06) == 0  # neither the surface nor what stands beside the spot count
     assert standing_points(after, spot, 0.06) == len(peach)
-    assert standing_points(SimpleNamespace(cloud_points=np.zeros((0, 3))), spot, 0.06) == 0
+    assert standing_points(np.zeros((0, 3)), spot, 0.06) == 0

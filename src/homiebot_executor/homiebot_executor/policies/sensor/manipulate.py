@@ -267,7 +267,7 @@ def put(ctx: SensorContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     receptacle = within_reach(ctx, goal.place)
     step_inside_reach(ctx, goal.place)
     spot = place_spot(ctx, goal.place, held_height)
-    standing_before = standing_points(ctx, spot, held_height)
+    standing_before = standing_points(ctx.cloud_points, spot, held_height)
     x, y, _ = ctx.base()
     yaw = math.atan2(spot[1] - y, spot[0] - x)
     release_point = spot + np.array([0.0, 0.0, held_height - 0.03 + 0.04])
@@ -293,15 +293,14 @@ def put(ctx: SensorContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     resting = [sighting for sighting in ctx.find(label)
                if np.min(np.linalg.norm(sighting.points - (spot + np.array([0, 0, held_height / 2])), axis=1))
                < PLACED_WITHIN + held_height / 2]
-    if not resting and standing_points(ctx, spot, held_height) - standing_before < OCCUPIED_POINTS:
+    if not resting and standing_points(ctx.cloud_points, spot, held_height) - standing_before < OCCUPIED_POINTS:
         return SkillStatus.PLACE_FAILED, f"no {label} is seen resting where it was released"
     return SkillStatus.SUCCEEDED, ""
 
 
-def standing_points(ctx: SensorContext, spot: np.ndarray, held_height: float) -> int:
-    """How many points of the arm-check cloud stand on the surface within PLACED_WITHIN of `spot`, up to the held
+def standing_points(cloud: np.ndarray, spot: np.ndarray, held_height: float) -> int:
+    """How many of the (N, 3) `cloud` points stand on the surface within PLACED_WITHIN of `spot`, up to the held
     object's height (counted before and after a Put: what was added is what the hand let go of)."""
-    cloud = ctx.cloud_points
     standing = (np.hypot(cloud[:, 0] - spot[0], cloud[:, 1] - spot[1]) < PLACED_WITHIN) & \
         (cloud[:, 2] > spot[2] + min(0.02, held_height / 2)) & (cloud[:, 2] < spot[2] + held_height + 0.03)
     return int(standing.sum())
