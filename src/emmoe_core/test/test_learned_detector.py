@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from emmoe_core.perception.classes import DetectorClasses  # noqa: E402
-from emmoe_core.perception.learned import LearnedDetector, ViewLabels, back_project  # noqa: E402
+from emmoe_core.perception.learned import LearnedDetector, ViewLabels, back_project, main_layer  # noqa: E402
 from emmoe_core.perception.network import (  # noqa: E402
     NetworkConfig, NetworkLoadError, SegmentationNet, load_network, network_input, save_network)
 from emmoe_core.robot.state import CameraView, Observation  # noqa: E402
@@ -161,3 +161,33 @@ def test_the_untrained_network_runs_on_every_view_at_half_resolution(tmp_path):
     assert set(labels) == {"front", "back"} and labels["back"].shape == (32, 32)
     assert (labels["front"][::2, ::2] == labels["front"][1::2, 1::2]).all()  # each half-resolution label fills 2x2
     assert not math.isnan(float(labels["front"].mean()))
+
+
+def test_the_main_depth_layer_leaves_out_a_nearer_thing() -> None:
+    depths = np.concatenate([np.full(10, 1.0), np.linspace(3.0, 3.6, 50), [8.0]])
+    assert main_layer(depths) == (3.0, 3.6)
+
+
+def table_behind_a_chair_edge() -> tuple[np.ndarray, np.ndarray]:
+    """The table's labels and a depth image where its mask's left columns lie on a chair 2 m nearer."""
+    labels = np.zeros((32, 32), np.uint8)
+    labels[16:32, 4:28] = 4
+    depth = np.full((32, 32), 3.0, np.float32)
+    depth[:, 4:7] = 1.0
+    return labels, depth
+
+
+def test_a_furniture_region_keeps_its_own_depth_layer_and_a_speck_of_furniture_is_none(tmp_path):
+    labels, depth = table_behind_a_chair_edge()
+    observation = Observation(time=0.0, rgb={"front": np.zeros((32, 32, 3), np.uint8)}, depth={"front": depth},
+                              cameras={"front": camera_along_x()})
+    detector = LearnedDetector(tiny_weights(tmp_path / "w"), min_pixels=4)
+    labelled(detector, {"front": labels})
+    table = detector.detect(observation, "frl_apartment_table_01")
+    assert len(table) == 1 and int(table[0].mask.sum()) == 16 * 21  # the 3 columns on the chair are left out
+    speck = np.zeros((32, 32), np.uint8)
+    speck[20:24, 20:24] = 4  # 16 pixels at 3 m through a focal length of 16 pixels: 0.56 m^2
+    for least, found in ((0.5, 1), (0.6, 0)):
+        detector = LearnedDetector(tiny_weights(tmp_path / "w"), min_pixels=4, min_furniture_area=least)
+        labelled(detector, {"front": speck})
+        assert len(detector.detect(scene(0.0), "frl_apartment_table_01")) == found

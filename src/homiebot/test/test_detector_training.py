@@ -50,6 +50,7 @@ def synthetic_views(count: int = 16, size: int = 64) -> ViewSet:
         label[index, row:row + 6, column:column + 6] = 1
         top = rng.integers(0, size - 20)
         rgb[index, top:top + 20, :8], label[index, top:top + 20, :8] = 235, 2
+        depth[index, top:top + 20, :8] = 3.0  # the fridge hides an apple drawn under it, depth too
     return ViewSet(rgb, depth, label)
 
 

@@ -9,7 +9,10 @@ would be remembered); for small objects the pixels whose depth lies far from the
 are dropped (a mask at half resolution brought back to full resolution spills onto what lies behind a small thing),
 and a region whose surface, measured with depth and the camera's focal length, is under `min_area_share` of its
 class's smallest face (the catalog's size, in the network's config) is dropped: a patch of a few square centimetres
-that looks like a can is a reflection or a print, not a can, at any distance.
+that looks like a can is a reflection or a print, not a can, at any distance. A furniture region keeps only its
+main depth layer (`main_layer`: its pixels on a nearer thing in front of the furniture are dropped) and is no
+detection when that layer covers under `min_furniture_area`: a few pixels of "kitchen counter" on a fridge's side
+would otherwise be the nearest counter the robot knows of.
 Tracks: a region whose back-projected points come within `track_radius` of the points last seen of a track of the
 same class continues that track; otherwise it starts a new one. Tracks are forgotten when the observation time goes
 backwards (a new episode).
@@ -75,6 +78,18 @@ def back_project(mask: np.ndarray, depth: np.ndarray, camera: CameraView) -> np.
     return points
 
 
+def main_layer(depths: np.ndarray, gap: float = 0.3, share: float = 0.1) -> tuple[float, float]:
+    """The (nearest, farthest) depth of the layer holding most of a region's pixels, layers being split where the
+    sorted depths jump by more than `gap` metres or `share` of the depth: the pixels of a half-resolution mask that
+    spill onto a nearer thing in front of a piece of furniture form a layer of their own."""
+    ordered = np.sort(depths)
+    jumps = np.flatnonzero(np.diff(ordered) > np.maximum(gap, share * ordered[:-1])) + 1
+    starts = np.concatenate([[0], jumps])
+    ends = np.concatenate([jumps, [len(ordered)]])
+    largest = int(np.argmax(ends - starts))
+    return float(ordered[starts[largest]]), float(ordered[ends[largest] - 1])
+
+
 def surface(mask: np.ndarray, depth: np.ndarray, camera: CameraView) -> float:
     """Square metres the mask's pixels cover, facing the camera (each pixel covers (depth / focal)^2)."""
     values = depth[mask]
@@ -90,11 +105,13 @@ class LearnedDetector:
 
     def __init__(self, weights: Path = DEFAULT_WEIGHTS, table: AliasTable | None = None, min_pixels: int = 12,
                  min_confidence: float = 0.4, object_confidence: float = 0.5, furniture_confidence: float = 0.8,
-                 min_area_share: float = 0.3, track_radius: float = 0.08, threads: int = 2) -> None:
+                 min_area_share: float = 0.3, min_furniture_area: float = 0.03, track_radius: float = 0.08,
+                 threads: int = 2) -> None:
         """Load the network from `weights` (a folder with config.json and model.safetensors); a pixel whose most
         likely class has a probability under `min_confidence` counts as background, a region whose mean probability
         is under `object_confidence` (small objects) or `furniture_confidence` (the rest) is no detection, nor is a
-        small object's region whose surface is under `min_area_share` of its class's smallest face.
+        small object's region whose surface is under `min_area_share` of its class's smallest face, nor a furniture
+        region whose main depth layer covers under `min_furniture_area` square metres.
 
         Raises:
             emmoe_core.perception.network.NetworkLoadError: no usable weights there.
@@ -113,6 +130,7 @@ class LearnedDetector:
         self.min_confidence = min_confidence
         self.object_confidence = object_confidence
         self.furniture_confidence = furniture_confidence
+        self.min_furniture_area = min_furniture_area
         config = self.network.config
         # class index -> the least surface (square metres) a region of it may show: a share of its smallest face
         self._least_area = {self.classes.index(name): min_area_share * float(np.prod(sorted(size)[:2]))
@@ -183,6 +201,12 @@ class LearnedDetector:
                     mask = mask & (np.abs(depth - median) < max(0.12, 0.1 * median))
                     if int(mask.sum()) < self.min_pixels // 2 or \
                             (camera is not None and surface(mask, depth, camera) < self._least_area.get(index, 0.0)):
+                        return None
+                else:
+                    near, far = main_layer(finite)
+                    mask = mask & (depth >= near) & (depth <= far)
+                    median = float(np.median(depth[mask]))
+                    if camera is not None and surface(mask, depth, camera) < self.min_furniture_area:
                         return None
         label = self.classes[index]
         points = back_project(mask, depth, camera) if depth is not None and camera is not None else np.zeros((0, 3))

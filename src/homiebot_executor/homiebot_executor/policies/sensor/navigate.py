@@ -2,7 +2,7 @@
 
 The robot looks (four head views with depth), finds the goal with the detector and picks a standing spot on the
 map: a free cell whose distance to the goal's nearest perceived point lies in the goal kind's band, preferring the
-middle of the band and a short drive. It drives there with the base controller, looking again every `look_every`
+middle of the band, a short drive and, by a long piece of furniture (not a drawer), a place before its middle. It drives there with the base controller, looking again every `look_every`
 control steps: the map grows, the goal's points are refined, and the path is planned again when new obstacles block
 it. When the goal is not seen, it explores: it drives to the nearest reachable frontier of the map (a free cell next
 to unknown space) and looks again, until the goal appears or the step budget runs out.
@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 from emmoe_core.robot.grid import OccupancyGrid
+from emmoe_core.robot.naming import names_drawer
 
 from homiebot_executor.policies.attempt import Stop
 from homiebot_executor.policies.navigation import BaseController, GeodesicField, GridPlanner
@@ -29,6 +30,12 @@ BANDS: dict[str, tuple[float, float, float]] = {"object": (0.35, 0.85, 0.5), "pl
 ARRIVE_DISTANCE = 1.0
 # Frontiers closer than this to the robot are not worth driving to (it sees that far already).
 MIN_FRONTIER_DISTANCE = 0.8
+# Cost per metre between a standing spot and the centre of a goal at least LONG_GOAL long (metres): the release
+# measures a Pick's and a Put's distance to the object or to the centre of the furniture (D1 beyond 2 m); from before
+# the middle of a 3 m counter both its ends are within 2 m, from before one end the other is not. By shorter furniture
+# (the 2.1 m sofa) any spot will do, and the nearest is kept. Not for a drawer, which the detector does not tell from
+# its counter: it lies anywhere along it.
+MIDDLE_WEIGHT, LONG_GOAL = 0.2, 2.5
 # How far a frontier drive goes before the robot looks again and decides anew (metres of path).
 FRONTIER_LEG = 1.5
 # With the map complete, places farther than this from every earlier look are still visited (metres).
@@ -59,10 +66,11 @@ def cell_centres(grid_planner: GridPlanner) -> tuple[np.ndarray, np.ndarray]:
 
 
 def standing_spot(ctx: SensorContext, grid_planner: GridPlanner, field_: GeodesicField, points: np.ndarray,
-                  band: tuple[float, float, float]) -> tuple[int, int] | None:
-    """The reachable, mapped-free cell whose distance to the nearest of `points` best fits `band`."""
+                  band: tuple[float, float, float], middle: np.ndarray | None = None) -> tuple[int, int] | None:
+    """The reachable, mapped-free cell whose distance to the nearest of `points` best fits `band`; with `middle`
+    (the goal's centre), cells facing the middle of a long piece of furniture are preferred to its ends."""
     assert ctx.map is not None
-    low, high, preferred = band
+    high = band[1]
     gx, gy = cell_centres(grid_planner)
     flat = points[:, :2]
     if len(flat) > 400:
@@ -76,15 +84,37 @@ def standing_spot(ctx: SensorContext, grid_planner: GridPlanner, field_: Geodesi
     rows, columns = np.nonzero(window)
     if not len(rows):
         return None
-    cx, cy = gx[rows, columns], gy[rows, columns]
-    distance = np.min(np.hypot(cx[:, None] - flat[None, :, 0], cy[:, None] - flat[None, :, 1]), axis=1)
+    best = best_spot(np.stack([gx[rows, columns], gy[rows, columns]], 1), field_.distances[rows, columns], flat,
+                     band, middle)
+    if best is None:
+        return None
+    return int(columns[best]), int(rows[best])
+
+
+def span(points: np.ndarray) -> float:
+    """Horizontal length of a point cloud along its main direction (2nd to 98th percentile, metres)."""
+    flat = points[:, :2] - points[:, :2].mean(axis=0)
+    if len(flat) < 3:
+        return 0.0
+    direction = np.linalg.svd(flat[:: max(1, len(flat) // 2000)], full_matrices=False)[2][0]
+    along = flat @ direction
+    return float(np.percentile(along, 98) - np.percentile(along, 2))
+
+
+def best_spot(cells: np.ndarray, path: np.ndarray, goal: np.ndarray, band: tuple[float, float, float],
+              middle: np.ndarray | None = None) -> int | None:
+    """Index of the best of the (N, 2) candidate `cells` (each `path` metres of drive away) for a goal whose (M, 2)
+    points are `goal`: a cell whose distance to the goal's nearest point lies in `band`, nearest its preferred
+    distance, then a short drive, then (with `middle`) near the goal's middle. None when no cell is in the band."""
+    low, high, preferred = band
+    distance = np.min(np.hypot(cells[:, None, 0] - goal[None, :, 0], cells[:, None, 1] - goal[None, :, 1]), axis=1)
     inside = (distance >= low) & (distance <= high)
     if not inside.any():
         return None
-    cost = np.abs(distance - preferred) + 0.05 * field_.distances[rows, columns]
-    cost = np.where(inside, cost, np.inf)
-    best = int(np.argmin(cost))
-    return int(columns[best]), int(rows[best])
+    cost = np.abs(distance - preferred) + 0.05 * path
+    if middle is not None:
+        cost = cost + MIDDLE_WEIGHT * np.hypot(cells[:, 0] - middle[0], cells[:, 1] - middle[1])
+    return int(np.argmin(np.where(inside, cost, np.inf)))
 
 
 def drive(ctx: SensorContext, spot: tuple[float, float], face: tuple[float, float] | None, goal_name: str = "",
@@ -179,9 +209,10 @@ def spot_for(ctx: SensorContext, grid_planner: GridPlanner, name: str, band: tup
     if field_ is None:
         return None
     for sighting in sightings[:3]:
-        cell = standing_spot(ctx, grid_planner, field_, sighting.points, band)
+        centre = sighting.centre
+        middle = centre if span(sighting.points) >= LONG_GOAL and not names_drawer(name) else None
+        cell = standing_spot(ctx, grid_planner, field_, sighting.points, band, middle)
         if cell is not None:
-            centre = sighting.centre
             return grid_planner.grid.center_of(*cell), (float(centre[0]), float(centre[1]))
     return None
 
