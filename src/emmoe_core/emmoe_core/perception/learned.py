@@ -196,18 +196,18 @@ class LearnedDetector:
             values = depth[mask]
             finite = values[np.isfinite(values) & (values > 0)]
             if len(finite):
-                median = float(np.median(finite))
                 if index in self._small:
+                    median = float(np.median(finite))
                     mask = mask & (np.abs(depth - median) < max(0.12, 0.1 * median))
-                    if int(mask.sum()) < self.min_pixels // 2 or \
-                            (camera is not None and surface(mask, depth, camera) < self._least_area.get(index, 0.0)):
-                        return None
+                    least = self._least_area.get(index, 0.0)
                 else:
                     near, far = main_layer(finite)
                     mask = mask & (depth >= near) & (depth <= far)
-                    median = float(np.median(depth[mask]))
-                    if camera is not None and surface(mask, depth, camera) < self.min_furniture_area:
-                        return None
+                    least = self.min_furniture_area
+                if int(mask.sum()) < self.min_pixels // 2 or \
+                        (camera is not None and surface(mask, depth, camera) < least):
+                    return None
+                median = float(np.median(depth[mask]))
         label = self.classes[index]
         points = back_project(mask, depth, camera) if depth is not None and camera is not None else np.zeros((0, 3))
         location = self._support(mask, labels) if index in self._small else ""

@@ -189,6 +189,12 @@ class CameraView:
     position: tuple[float, float, float]
     rotation: np.ndarray
 
+    @classmethod
+    def centred(cls, width: int, height: int, focal: float, position: tuple[float, float, float],
+                rotation: np.ndarray) -> CameraView:
+        """A camera with square pixels of focal length `focal` and its principal point at the image centre."""
+        return cls(width, height, focal, focal, width / 2.0, height / 2.0, position, rotation)
+
 
 @dataclass
 class Observation:

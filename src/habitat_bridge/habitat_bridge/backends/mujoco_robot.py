@@ -301,7 +301,7 @@ def camera_view(model: mujoco.MjModel, data: mujoco.MjData, camera: int, shape: 
     height, width = int(shape[0]), int(shape[1])
     focal = (height / 2.0) / math.tan(math.radians(float(model.cam_fovy[camera])) / 2.0)
     position, rotation = camera_pose(data, camera)
-    return CameraView(width, height, focal, focal, width / 2.0, height / 2.0, position, rotation)
+    return CameraView.centred(width, height, focal, position, rotation)
 
 
 def _visible(index: ModelIndex, instance_ids: np.ndarray, min_pixels: int,

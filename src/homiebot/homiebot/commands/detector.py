@@ -62,12 +62,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--learning-rate must be positive, got {args.learning_rate}")
         if args.init is not None and not (args.init / "config.json").is_file():
             raise UsageError(f"--init {args.init}: no weights there (config.json and model.safetensors)")
-        defaults = TrainingConfig()
-        config = TrainingConfig(
-            steps=defaults.steps if args.steps is None else args.steps,
-            batch_size=defaults.batch_size if args.batch_size is None else args.batch_size,
-            learning_rate=defaults.learning_rate if args.learning_rate is None else args.learning_rate,
-            init="" if args.init is None else str(args.init))
+        given = {name: value for name, value in (("steps", args.steps), ("batch_size", args.batch_size),
+                                                 ("learning_rate", args.learning_rate)) if value is not None}
+        config = TrainingConfig(**given, init="" if args.init is None else str(args.init))
         seeds = (None, *range(TRAIN_SEEDS[0], TRAIN_SEEDS[0] + args.variants))
         shards = render_views(TRAIN_TASKS, seeds, args.views, sampling, echo)
         echo(f"[detector] loading {len(shards)} shards")

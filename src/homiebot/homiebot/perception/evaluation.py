@@ -61,7 +61,7 @@ def _band(depth: float) -> str:
 def _camera(shape: tuple[int, ...], focal: float) -> CameraView:
     """A view's intrinsics, at the world's origin (the scores need sizes, not places)."""
     height, width = shape[:2]
-    return CameraView(width, height, focal, focal, width / 2.0, height / 2.0, (0.0, 0.0, 0.0), np.eye(3))
+    return CameraView.centred(width, height, focal, (0.0, 0.0, 0.0), np.eye(3))
 
 
 def evaluate_detector(weights: Path, shards: Sequence[Path], min_pixels: int = 12) -> dict[str, object]:

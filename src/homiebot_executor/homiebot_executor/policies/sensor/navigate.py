@@ -2,9 +2,9 @@
 
 The robot looks (four head views with depth), finds the goal with the detector and picks a standing spot on the
 map: a free cell whose distance to the goal's nearest perceived point lies in the goal kind's band, preferring the
-middle of the band, a short drive and, by a long piece of furniture (not a drawer), a place before its middle. It drives there with the base controller, looking again every `look_every`
-control steps: the map grows, the goal's points are refined, and the path is planned again when new obstacles block
-it. When the goal is not seen, it explores: it drives to the nearest reachable frontier of the map (a free cell next
+middle of the band, a short drive and, by a long piece of furniture (not a drawer), a place before its middle. It
+drives there with the base controller, looking again every `look_every` control steps: the map grows, the goal's
+points are refined, and the path is planned again when new obstacles block it. When the goal is not seen, it explores: it drives to the nearest reachable frontier of the map (a free cell next
 to unknown space) and looks again, until the goal appears or the step budget runs out.
 
 Success (the release's rule on what the robot perceives): the base ends within nav_success_distance of its spot,
