@@ -1,6 +1,7 @@
 """The sensor-only skills (no_background setting) on the real MuJoCo backend, in-process, through the bridge's
 sensor-only view: a whole expert run makes no privileged query, a privileged query ends an attempt with its own
-code, the hand opens a drawer by its handle, and a door open towards a wall is closed by its edge."""
+code, the hand opens a drawer by its handle, a door open towards a wall is closed by its edge, and a fridge this robot
+opened is closed where it left the door."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 pytest.importorskip("mujoco")
 
+from emmoe_core.perception import create_detector  # noqa: E402
 from emmoe_core.robot.state import PrivilegedAccessError  # noqa: E402
 from habitat_bridge import sensor_only  # noqa: E402
 from habitat_bridge.backends.mujoco_backend import MujocoBackend  # noqa: E402
@@ -125,3 +127,31 @@ def test_a_door_open_towards_a_wall_is_closed_by_its_free_edge(definitions, back
     assert outcome.success, outcome.message
     assert edges and edges[0] is not None and edges[0].arc is not None
     assert backend.container_states(["fridge_0_door"])[0].position < 0.8  # the release's open threshold
+
+
+def test_a_fridge_this_robot_opened_is_closed_where_it_left_the_door(definitions, backend, monkeypatch):
+    """Train task 16's fridge seen by the learned detector, which labels door and body alike (no panel is seen apart
+    from the body): the sensor-only Open swings the door open, the robot walks off, and Close holds the door's free
+    edge where the hand let go of it (refound in the points seen there) and swings it shut."""
+    backend.reset(SceneSpec.from_dict(scene_for(definitions[16])))
+    skills = SensorSkills(sensor_only.SensorOnlyRobot(backend), detector=create_detector("learned"))
+
+    def done(goal: SkillGoal) -> bool:
+        return any(skills.run(goal).success for _ in range(3))  # the executor's three attempts
+
+    assert done(SkillGoal("navigate", "fridge")) and done(SkillGoal("open", "fridge_0_door"))
+    assert backend.container_states(["fridge_0_door"])[0].position >= 0.8
+    assert set(skills.context.left_open) == {"fridge_0_door"}
+    assert done(SkillGoal("navigate", "kitchen_counter"))
+    remembered = []
+    real_left_edge = articulate.left_edge
+
+    def spied(handle):
+        remembered.append(handle)
+        return real_left_edge(handle)
+
+    monkeypatch.setattr(articulate, "left_edge", spied)
+    assert done(SkillGoal("close", "fridge_0_door"))
+    closed = backend.container_states(["fridge_0_door"])[0].position
+    assert remembered and closed < 0.3, closed
+    assert not skills.context.left_open

@@ -6,15 +6,18 @@ Opening: stand in front of the nearest handle, reach it with a level grasp, clos
 - a drawer: back the base away, the arm held still, until the hand has come DRAWER_PULL out;
 - a door: estimate the hinge at the far edge of the face from the handle, and carry the handle along the arc around
   it a little further every control step, the base backing away or following to keep the handle in reach.
-Closing is the same motion the other way: a drawer is pushed until the hand stalls against the closed drawer, a
-door carried back along its arc until the hand stalls against the closed stop (or it swept DOOR_CLOSING_SWEEP and
-the arc ran into the furniture). An open door is closed by its panel's free edge, which the fingers close across
+Closing is the same motion the other way: a drawer is pushed until the hand falls behind the base, held back by the
+closed drawer (at once when it was closed already), a door carried back along its arc until the hand stalls against
+the closed stop (or it swept DOOR_CLOSING_SWEEP and the arc ran into the furniture). An open door is closed by its panel's free edge, which the fingers close across
 from beyond the edge, the arc turning about the panel's other end: opened, its handle may face a wall where the
-robot cannot stand. Only when neither a handle nor the panel is seen does the robot look at the panel from its other
-side. The hand lets go, and the result is judged from what the hand did (it held the
-handle throughout): opened, the handle came 0.25 m out (a drawer) or swept 0.8 rad about the hinge (a door), the
-release's thresholds. A handle the fingers closed on without holding it (a fixed front) is remembered and skipped
-next time.
+robot cannot stand. What this robot left open in the episode it remembers where the hand let go (the handle turned
+or pulled with the hand) and closes from there first: a drawer by that handle, a door by its free edge, sought in the
+points seen near where it was left (a detector that labels the whole fridge does not show the door apart from its
+body). When to close the drawer stands open, its handle comes before nearer closed ones. Only when neither a handle
+nor the panel is seen does the robot look at the panel from its other side. The hand lets go, and the result is
+judged from what the hand did (it held the handle throughout): opened, the handle came 0.25 m out (a drawer) or
+swept 0.8 rad about the hinge (a door), the release's thresholds. A handle the fingers closed on without holding it
+(a fixed front) is remembered and skipped next time.
 """
 
 from __future__ import annotations
@@ -29,13 +32,15 @@ from homiebot_executor.policies.attempt import Stop
 from homiebot_executor.policies.navigation import wrap_angle
 from homiebot_executor.policies.sensor.context import SensorContext
 from homiebot_executor.policies.sensor.handles import (
-    Handle, arc_of, door_panels, find_handles, nearest_unfailed, panel_edge, seen_again)
+    Handle, arc_of, carried, door_panels, find_handles, left_edge, nearest_unfailed, open_first, panel_edge, seen_again)
 from homiebot_executor.policies.sensor.navigate import approach, cell_centres, drive, face, planner
 from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Where to stand before a handle (metres along the face's normal) and the release's opening thresholds.
 STAND_OFF = 0.62
 DRAWER_PULL, DRAWER_OPEN, DRAWER_PUSH = 0.38, 0.25, 0.5
+# A push has met the closed drawer when the hand has fallen this far behind the base (metres).
+DRAWER_LAG = 0.05
 DOOR_SWING, DOOR_OPEN = 1.1, 0.8
 # A closing swing that the arm could follow this far counts as closed even when it ended at the arm's reach rather
 # than against the closed stop (the hand's target then lies inside the furniture).
@@ -103,9 +108,10 @@ def outer_side_of_panel(ctx: SensorContext, name: str
 
 
 def take_handle(ctx: SensorContext, name: str, opening: bool) -> tuple[Handle, np.ndarray]:
-    """Stand square in front of the nearest handle of `name`, reach it and close the fingers on it. To close an
-    open door, its panel's free edge is held instead when the panel is seen (its handle may face a wall); an open door
-    whose handle and panel are not seen is looked at from the panel's other side.
+    """Stand square in front of the nearest handle of `name`, reach it and close the fingers on it. To close, what
+    this robot let go of when it left `name` open is held first (a door's free edge, see left_edge); otherwise an
+    open door's panel edge when the panel is seen (its handle may face a wall), else the handle of a part that stands
+    open; an open door whose handle and panel are not seen is looked at from the panel's other side.
 
     Returns:
         the handle as seen from the standing spot, and the grasp rotation.
@@ -115,9 +121,12 @@ def take_handle(ctx: SensorContext, name: str, opening: bool) -> tuple[Handle, n
     """
     def seek() -> Handle | None:
         ctx.look()
-        return (None if opening else panel_edge(ctx, name)) or nearest_unfailed(ctx, find_handles(ctx, name))
+        if opening:
+            return nearest_unfailed(ctx, find_handles(ctx, name))
+        return panel_edge(ctx, name) or nearest_unfailed(ctx, open_first(find_handles(ctx, name)))
 
-    handle = seek()
+    handle = None if opening or name not in ctx.left_open else nearest_unfailed(ctx, [left_edge(ctx.left_open[name])])
+    handle = handle or seek()
     if handle is None:
         approach(ctx, name, HANDLE_BAND)
         handle = seek()
@@ -166,32 +175,28 @@ def let_go(ctx: SensorContext, rotation: np.ndarray) -> None:
 
 def drive_straight(ctx: SensorContext, distance: float, stop_on_stall: bool) -> bool:
     """Drive the base straight `distance` metres (negative: backwards) with the arm held still, until done or, with
-    `stop_on_stall`, until the hand has stopped following for three control steps (what it holds has hit its end
-    stop); whether it stalled."""
+    `stop_on_stall`, until the hand has fallen DRAWER_LAG behind the base for three control steps (what it holds
+    has hit its end stop, or stood there from the start); whether it stalled."""
     x0, y0, _ = ctx.base()
     speed = math.copysign(0.2, distance)
-    still = 0
-    stalled = False
-    previous, _ = arm.grip(ctx)
-    first = previous
+    lagging = 0
+    first, _ = arm.grip(ctx)
     while True:
         x, y, _ = ctx.base()
-        if math.dist((x, y), (x0, y0)) >= abs(distance) - 0.01:
+        driven = math.dist((x, y), (x0, y0))
+        if driven >= abs(distance) - 0.01:
             break
         with ctx.lock:
             ctx.backend.set_base_velocity(speed, 0.0)
         ctx.tick()
         grip, _ = arm.grip(ctx)
-        moving = np.linalg.norm(grip - first) > 0.02
-        still = still + 1 if moving and np.linalg.norm(grip - previous) < 0.004 else 0
-        previous = grip
-        if stop_on_stall and still >= 3:
-            stalled = True
+        lagging = lagging + 1 if driven - float(np.linalg.norm((grip - first)[:2])) > DRAWER_LAG else 0
+        if stop_on_stall and lagging >= 3:
             break
     with ctx.lock:
         ctx.backend.set_base_velocity(0.0, 0.0)
     ctx.tick()
-    return stalled
+    return lagging >= 3
 
 
 def swing(ctx: SensorContext, handle: Handle, opening: bool) -> tuple[float, bool]:
@@ -270,22 +275,41 @@ def articulate(ctx: SensorContext, goal: SkillGoal, opening: bool) -> tuple[Skil
     """Open or close with the hand on the handle (see the module docstring)."""
     if ctx.held():
         return SkillStatus.UNREACHABLE, "the hand is full"
-    handle, rotation = take_handle(ctx, goal.target, opening)
+    handle, _ = take_handle(ctx, goal.target, opening)
     start, _ = arm.grip(ctx)
-    if not handle.vertical:
-        ctx.phase("pull" if opening else "push")
-        stalled = drive_straight(ctx, -DRAWER_PULL if opening else DRAWER_PUSH, stop_on_stall=not opening)
-        end, _ = arm.grip(ctx)
-        let_go(ctx, rotation)
-        travel = float((end - start)[:2] @ handle.normal)
-        if opening and travel < DRAWER_OPEN:
-            return SkillStatus.JOINT_NOT_MOVED, f"the drawer came {travel:.2f} m out"
-        if not opening and not stalled:
-            return SkillStatus.JOINT_NOT_MOVED, f"the push went {-travel:.2f} m without meeting the closed drawer"
-        return SkillStatus.SUCCEEDED, ""
-    swept, stalled = swing(ctx, handle, opening)
-    _, rotation = arm.grip(ctx)
+    try:
+        status, message = (move_door if handle.vertical else move_drawer)(ctx, handle, opening)
+    except Stop:
+        # The attempt ends with the part moved (out of steps, say): remember where it was left.
+        ctx.left_open[goal.target] = carried(handle, start, arm.grip(ctx)[0])
+        raise
+    end, rotation = arm.grip(ctx)
     let_go(ctx, rotation)
+    if status == SkillStatus.SUCCEEDED and not opening:
+        ctx.left_open.pop(goal.target, None)
+    else:
+        ctx.left_open[goal.target] = carried(handle, start, end)
+    return status, message
+
+
+def move_drawer(ctx: SensorContext, handle: Handle, opening: bool) -> tuple[SkillStatus, str]:
+    """Pull out or push in the drawer whose handle the hand holds, and judge the result (the hand still holds it)."""
+    start, _ = arm.grip(ctx)
+    ctx.phase("pull" if opening else "push")
+    stalled = drive_straight(ctx, -DRAWER_PULL if opening else DRAWER_PUSH, stop_on_stall=not opening)
+    end, _ = arm.grip(ctx)
+    travel = float((end - start)[:2] @ handle.normal)
+    if opening and travel < DRAWER_OPEN:
+        return SkillStatus.JOINT_NOT_MOVED, f"the drawer came {travel:.2f} m out"
+    if not opening and not stalled:
+        return SkillStatus.JOINT_NOT_MOVED, f"the push went {-travel:.2f} m without meeting the closed drawer"
+    return SkillStatus.SUCCEEDED, ""
+
+
+def move_door(ctx: SensorContext, handle: Handle, opening: bool) -> tuple[SkillStatus, str]:
+    """Swing open or shut the door whose handle (or edge) the hand holds, and judge the result (the hand still
+    holds it)."""
+    swept, stalled = swing(ctx, handle, opening)
     if opening and swept < DOOR_OPEN:
         return SkillStatus.JOINT_NOT_MOVED, f"the door swung {swept:.2f} rad open"
     if not opening and not stalled and swept < DOOR_CLOSING_SWEEP:

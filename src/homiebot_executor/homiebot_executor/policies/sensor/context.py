@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -31,6 +32,9 @@ from homiebot_executor.perception.points import point_image, valid
 from homiebot_executor.policies.arm_ik import IkConfig
 from homiebot_executor.policies.attempt import RobotContext
 from homiebot_executor.policies.navigation import ControllerConfig
+
+if TYPE_CHECKING:
+    from homiebot_executor.policies.sensor.handles import Handle
 
 # Arm bodies whose chain is checked for clearance (the grasp site closes the chain).
 ARM_CHAIN: tuple[str, ...] = ("shoulder_pan_link", "shoulder_lift_link", "upperarm_roll_link", "elbow_flex_link",
@@ -150,6 +154,8 @@ class SensorContext(RobotContext[SensorConfig]):
         self.held_label: str = ""
         #: Handles the fingers closed on without holding anything (fixed fronts), skipped from then on.
         self.failed_handles: list[np.ndarray] = []
+        #: Door or drawer name -> its handle where the hand let go of it, the part left open (or part open).
+        self.left_open: dict[str, Handle] = {}
         #: Detector track -> (label, points) where it was last seen in this episode (an object memory).
         self.memory: dict[int, tuple[str, np.ndarray]] = {}
         self._asked: dict[str, set[str]] = {}
@@ -166,6 +172,7 @@ class SensorContext(RobotContext[SensorConfig]):
         if self.map is None or observation.time < self._last_time:
             self.map = OnlineMap((x, y), self.config.map)
             self.failed_handles, self.memory, self._asked, self.looked_from = [], {}, {}, []
+            self.left_open = {}
         self._last_time = observation.time
         self.looked_from.append((x, y))
         points = {}
