@@ -8,16 +8,16 @@ Opening: stand in front of the nearest handle, reach it with a level grasp, clos
   it a little further every control step, the base backing away or following to keep the handle in reach.
 Closing is the same motion the other way: a drawer is pushed until the hand falls behind the base, held back by the
 closed drawer (at once when it was closed already), a door carried back along its arc until the hand stalls against
-the closed stop (or it swept DOOR_CLOSING_SWEEP and the arc ran into the furniture). An open door is closed by its panel's free edge, which the fingers close across
-from beyond the edge, the arc turning about the panel's other end: opened, its handle may face a wall where the
-robot cannot stand. What this robot left open in the episode it remembers where the hand let go (the handle turned
-or pulled with the hand) and closes from there first: a drawer by that handle, a door by its free edge, sought in the
-points seen near where it was left (a detector that labels the whole fridge does not show the door apart from its
-body). When to close the drawer stands open, its handle comes before nearer closed ones. Only when neither a handle
-nor the panel is seen does the robot look at the panel from its other side. The hand lets go, and the result is
-judged from what the hand did (it held the handle throughout): opened, the handle came 0.25 m out (a drawer) or
-swept 0.8 rad about the hinge (a door), the release's thresholds. A handle the fingers closed on without holding it
-(a fixed front) is remembered and skipped next time.
+the closed stop (or it swept DOOR_CLOSING_SWEEP and the arc ran into the furniture). An open door is closed by its
+panel's free edge, which the fingers close across from beyond the edge, the arc turning about the panel's other end:
+opened, its handle may face a wall where the robot cannot stand. What this robot left open in the episode it
+remembers where the hand let go (the handle turned or pulled with the hand) and closes from there first: a drawer by
+that handle, a door by its free edge, sought in the points seen near where it was left (a detector that labels the
+whole fridge does not show the door apart from its body). To close, the handle of a drawer that stands open comes
+before nearer closed ones. Only when neither a handle nor the panel is seen does the robot look at the panel from
+its other side. The hand lets go, and the result is judged from what the hand did (it held the handle throughout):
+opened, the handle came 0.25 m out (a drawer) or swept 0.8 rad about the hinge (a door), the release's thresholds. A
+handle the fingers closed on without holding it (a fixed front) is remembered and skipped next time.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ DOOR_CLOSING_LIMIT, DOOR_WRONG_WAY = 2.0, 0.05
 HANDLE_BAND = (0.45, 0.8, 0.6)
 # While a door swings, the base backs away or follows to keep the handle this far ahead of it (metres).
 SWING_AHEAD = (0.6, 0.72)
-# Swing per control step (radians), and how far the hand may lag its target (three steps running) before the door counts as
-# stopped.
+# Swing per control step (radians), and how far the hand may lag its target (three steps running) before the door
+# counts as stopped.
 SWING_RATE, SWING_STALL = 0.04, 0.12
 # Turn rate per radian the base has been turned off its heading while the arm swings a door (1/s).
 HEADING_GAIN = 4.0

@@ -6,9 +6,9 @@ least HANDLE_MIN_LENGTH long standing out of its face is one handle. A horizonta
 vertical one for a door's. The face is the largest group of upright surface pixels around the handle that share a
 direction (their normals from the point image) and lie just behind the bar: a mask of a whole piece of furniture
 also holds its other sides, whose points must not tilt the face. A door's hinge is estimated at the far edge of the
-face from the handle. An open door is a thin panel,
-taller than wide, standing apart from the rest of its furniture; its free edge (the end away from the rest) can be
-held instead of its handle, its arc then turning about the panel's other end.
+face from the handle. An open door is a thin panel, taller than wide, standing apart from the rest of its furniture;
+its free edge (the end away from the rest) can be held instead of its handle, its arc then turning about the
+panel's other end. A door this robot left open is found again near where its hand let go of it (panel_near).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def face_behind(bar: np.ndarray, points: np.ndarray, normals: np.ndarray, robot:
             break
         middle = (edges[index] + edges[index + 1]) / 2
         facing = np.abs(np.angle(np.exp(1j * (angles - middle)))) < FACE_SPREAD
-        direction = normals[facing].mean(axis=0)
+        direction: np.ndarray = normals[facing].mean(axis=0)
         direction /= max(float(np.linalg.norm(direction)), 1e-9)
         if direction @ (robot - bar[:, :2].mean(axis=0)) < 0:
             direction = -direction
@@ -184,8 +184,7 @@ def face_behind(bar: np.ndarray, points: np.ndarray, normals: np.ndarray, robot:
         depth = out - points[facing][:, :2] @ direction
         behind = depth[(depth > -0.005) & (depth < HANDLE_MAX_DEPTH)]
         if len(behind) >= FACE_MIN_PIXELS and float(np.median(behind)) >= HANDLE_MIN_PROTRUSION:
-            normal: np.ndarray = direction
-            return normal
+            return direction
     return None
 
 
