@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 
+from homiebot_executor.perception.points import upright_normals
 from homiebot_executor.policies.sensor.handles import (
-    EDGE_INSET, Arc, Handle, carried, face_behind, left_edge, open_first, panel_near, upright_normals)
+    EDGE_INSET, Arc, Handle, carried, face_behind, left_edge, open_first, panel_near)
 
 
 def grid(xs: np.ndarray, ys: np.ndarray, zs: np.ndarray) -> np.ndarray:

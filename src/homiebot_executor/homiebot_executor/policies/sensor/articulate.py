@@ -278,7 +278,10 @@ def articulate(ctx: SensorContext, goal: SkillGoal, opening: bool) -> tuple[Skil
     handle, _ = take_handle(ctx, goal.target, opening)
     start, _ = arm.grip(ctx)
     try:
-        status, message = (move_door if handle.vertical else move_drawer)(ctx, handle, opening)
+        if handle.vertical:
+            status, message = move_door(ctx, handle, opening)
+        else:
+            status, message = move_drawer(ctx, handle, start, opening)
     except Stop:
         # The attempt ends with the part moved (out of steps, say): remember where it was left.
         ctx.left_open[goal.target] = carried(handle, start, arm.grip(ctx)[0])
@@ -292,9 +295,9 @@ def articulate(ctx: SensorContext, goal: SkillGoal, opening: bool) -> tuple[Skil
     return status, message
 
 
-def move_drawer(ctx: SensorContext, handle: Handle, opening: bool) -> tuple[SkillStatus, str]:
-    """Pull out or push in the drawer whose handle the hand holds, and judge the result (the hand still holds it)."""
-    start, _ = arm.grip(ctx)
+def move_drawer(ctx: SensorContext, handle: Handle, start: np.ndarray, opening: bool) -> tuple[SkillStatus, str]:
+    """Pull out or push in the drawer whose handle the hand holds at `start`, and judge the result (the hand still
+    holds it)."""
     ctx.phase("pull" if opening else "push")
     stalled = drive_straight(ctx, -DRAWER_PULL if opening else DRAWER_PUSH, stop_on_stall=not opening)
     end, _ = arm.grip(ctx)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import ndimage
 
-from homiebot_executor.perception.points import valid
+from homiebot_executor.perception.points import upright_normals, valid
 from homiebot_executor.policies.sensor.context import SensorContext
 
 # A handle bar is at most this wide across, at least this long (metres) and stands at least this far out of its face;
@@ -141,23 +141,6 @@ def find_handles(ctx: SensorContext, name: str) -> list[Handle]:
                 handles.append(Handle(centre, vertical, normal, points, part))
     handles.sort(key=lambda handle: math.dist((x, y), handle.centre[:2]))
     return handles
-
-
-def upright_normals(image: np.ndarray) -> np.ndarray:
-    """(H, W, 2) unit horizontal normals of the surfaces of an organised point image (from the points two pixels to
-    either side and above and below); NaN where a neighbour is missing or the surface is not upright (its normal
-    more than 45 degrees off the horizontal)."""
-    across = np.full(image.shape, np.nan)
-    down = np.full(image.shape, np.nan)
-    across[:, 2:-2] = image[:, 4:] - image[:, :-4]
-    down[2:-2] = image[4:] - image[:-4]
-    normal = np.cross(across, down)
-    horizontal = np.linalg.norm(normal[..., :2], axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        upright = horizontal > 0.7 * np.linalg.norm(normal, axis=-1)
-        flat: np.ndarray = normal[..., :2] / horizontal[..., None]
-    flat[~upright] = np.nan
-    return flat
 
 
 def face_behind(bar: np.ndarray, points: np.ndarray, normals: np.ndarray, robot: np.ndarray) -> np.ndarray | None:
