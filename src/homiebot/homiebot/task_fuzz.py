@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emmoe_core.names import default_alias_table
+from emmoe_core.robot.layout import PUT_HEADROOM
 from habitat_bridge import catalog, furniture
 from habitat_bridge.placement import PLACEMENT_WEIGHTS
 
@@ -67,9 +68,9 @@ class Place:
         """Whether an object of this kind fits (height within the clearance)."""
         return catalog.OBJECT_KINDS[canonical].size[2] <= self.clearance
 
-    def needs_deep(self, canonical: str) -> bool:
-        """Whether this object fits only a deep pot drawer here."""
-        return catalog.OBJECT_KINDS[canonical].size[2] > self.shallow
+    def needs_deep(self, canonical: str, headroom: float = 0.0) -> bool:
+        """Whether this object (with `headroom` above it: a put's) fits only a deep pot drawer here."""
+        return catalog.OBJECT_KINDS[canonical].size[2] + headroom > self.shallow
 
 
 def _surfaces(canonical: str, model: str) -> dict[str, furniture.Surface]:
@@ -272,7 +273,7 @@ def generate_task(seed: int, index: int) -> FuzzTask:
         taken.add(canonical)
         distractors.append((canonical, rng.choice([place for place in open_places if place.fits(canonical)])))
     deep = any(place.name == "drawer" and place.needs_deep(canonical) for canonical, place in objects) or any(
-        destination.name == "drawer" and destination.needs_deep(canonical) for canonical, _ in objects)
+        destination.name == "drawer" and destination.needs_deep(canonical, PUT_HEADROOM) for canonical, _ in objects)
     plan = expert_plan(objects, destination, opened)
     names = " and the ".join(_short(canonical) for canonical, _ in objects)
     mapping: dict[str, Any] = {

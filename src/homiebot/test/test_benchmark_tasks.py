@@ -271,6 +271,24 @@ def test_a_put_where_no_region_takes_the_object_is_refused(tmp_path, monkeypatch
         build_tasks({7: parse_definition(7, task("brown_table"), "tasks.yaml")}, tmp_path)
 
 
+def test_a_put_into_the_drawers_is_judged_by_the_drawers_room_not_the_counter_top(tmp_path):
+    def task(deep: bool) -> dict:
+        return {**VALID, "instruction": "put the soup can in the drawer", "deep_drawers": deep,
+                "objects": [{"canonical": "005_tomato_soup_can", "receptacle": "frl_apartment_table_01"}],
+                "keypaths": [["[Go to, drawer]", "[Open, drawer]", "[Go to, tomato_soup_can]",
+                              "[Pick, tomato_soup_can]", "[Go to, drawer]", "[Put, tomato_soup_can, drawer]", "[End]"]],
+                "expert": [["[Go to, drawer]", "NoMaD", "a"], ["[Open, drawer]", "octo", "b"],
+                           ["[Go to, tomato_soup_can]", "PixNav", "c"], ["[Pick, tomato_soup_can]", "RT-1-X", "d"],
+                           ["[Go to, drawer]", "NoMaD", "e"], ["[Put, tomato_soup_can, drawer]", "RT-1-X", "f"],
+                           ["[End]", "None", "g"]]}
+
+    # 0.10 m of can and the put's 0.03 m above it do not go into a 0.13 m drawer (the top would take it).
+    with pytest.raises(TaskDefinitionError, match="005_tomato_soup_can is 0.10 m tall and drawer has at most "
+                                                  r"0.13 m of room above its floor \(a put needs 0.03 m more"):
+        build_tasks({7: parse_definition(7, task(False), "tasks.yaml")}, tmp_path)
+    assert build_tasks({7: parse_definition(7, task(True), "tasks.yaml")}, tmp_path)
+
+
 def test_a_tall_object_starts_in_a_deep_drawer_when_the_task_asks_for_one():
     definition = parse_definition(7, {**VALID, "deep_drawers": True, "objects": [
         {"canonical": "003_cracker_box", "receptacle": "kitchen_counter", "region": "drawer"}]}, "tasks.yaml")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from emmoe_core.robot.layout import PUT_HEADROOM
 from habitat_bridge import catalog
 
 from homiebot.benchmark_tasks import expert_reaches_the_goal, scene_for
@@ -78,6 +79,16 @@ def test_a_task_into_the_drawer_starts_with_every_kitchen_drawer_shut():
     assert len(tasks) > 10
     for task in tasks:
         assert not [name for name in task.mapping["open"] if name.startswith("kitchen_drawer")], task.mapping
+
+
+def test_a_can_put_into_the_drawer_gets_deep_drawers_for_the_puts_headroom():
+    """Seed 1 task 1 puts a 0.10 m can into "the drawer": with the put's 0.03 m above it a 0.13 m drawer is too
+    shallow, so the task asks for the deep pot drawers (and builds)."""
+    task = generate_task(1, 1)
+    can = catalog.OBJECT_KINDS["005_tomato_soup_can"].size[2]
+    assert task.mapping["instruction"] == "put the tomato_soup_can in the drawer"
+    assert can <= 0.13 < can + PUT_HEADROOM
+    assert task.definition.deep_drawers and scene_for(task.definition)
 
 
 @pytest.mark.parametrize("index", range(6))

@@ -70,9 +70,13 @@ def collides(ctx: RobotContext[Any], arm: Sequence[float], torso: float) -> bool
 # counts four times in its distances (0.1 m of lift as 0.4 rad).
 ROUTE_PLANNER = JointPathConfig(step=0.4, max_samples=300, shortcut_tries=40)
 TORSO_SCALE = 4.0
-# An approach first tries a staging pose this far behind the pose before the target, then moves in along a line
-# (metres): the straight line keeps the hand clear of shelf boards a joint-space move would swing through.
-STAGING_BACK = 0.15
+# An approach that cannot go to the pose before the target directly tries staging poses these distances further
+# back (metres), nearest first, then moves in along a line: the straight line keeps the hand clear of shelf boards a
+# joint-space move would swing through, and the farther stagings lie outside a deep carcass (a fridge is 0.72 m
+# deep), whose inside the joint-space planner seldom finds a way into.
+STAGING_BACK = (0.15, 0.3, 0.45)
+# Longest step of the grasp point along such a line (metres): each step is one IK solve and a straight joint move.
+LINE_STEP = 0.075
 
 Configuration = tuple[tuple[float, ...], float]
 
@@ -176,10 +180,10 @@ def line(ctx: RobotContext[Any], start: np.ndarray, end: np.ndarray, rotation: n
 def approach(ctx: RobotContext[Any], point: np.ndarray, rotations: Sequence[np.ndarray],
              back: float = 0.10, check_way_in: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Go to `back` metres before `point` along the approach of the first rotation that reaches both: to the pose
-    before directly, else through a staging pose STAGING_BACK further back and a straight line in. Every
-    collision-free IK solution is tried (with `check_way_in`, only those whose way in stays clear up to halfway from
-    the pose before to `point`, where the fingers meet the object), along a free route; when no route is found for
-    any, the first of them is driven to straight.
+    before directly, else through a staging pose further back (STAGING_BACK, nearest first) and a straight line in.
+    Every collision-free IK solution is tried (with `check_way_in`, only those whose way in stays clear up to halfway
+    from the pose before to `point`, where the fingers meet the object), along a free route; when no route is found
+    for any, the first of them is driven to straight.
 
     Returns:
         (rotation, the point before the target).
@@ -196,14 +200,15 @@ def approach(ctx: RobotContext[Any], point: np.ndarray, rotations: Sequence[np.n
         if _reach(ctx, before, rotation, way_in, routeless):
             return rotation, before
         unrouted += [(rotation, before, configuration) for configuration in routeless]
-        staging = before - STAGING_BACK * rotation[:, 0]
-        if _reach(ctx, staging, rotation, [before, *way_in], []):
-            try:
-                line(ctx, staging, before, rotation, 2)
-                return rotation, before
-            except Stop as stop:
-                if stop.status is not SkillStatus.UNREACHABLE:
-                    raise
+        for back_more in STAGING_BACK:
+            staging = before - back_more * rotation[:, 0]
+            if _reach(ctx, staging, rotation, [before, *way_in], []):
+                try:
+                    line(ctx, staging, before, rotation, max(2, math.ceil(back_more / LINE_STEP - 1e-9)))
+                    return rotation, before
+                except Stop as stop:
+                    if stop.status is not SkillStatus.UNREACHABLE:
+                        raise
     if unrouted:
         rotation, before, (arm, torso) = unrouted[0]
         route_arm(ctx, arm, torso, must_arrive=True)

@@ -9,11 +9,15 @@ step budget), then:
   and chairs; a door or drawer: in front of its handle; a room: nearest its centre); follow the shortened path with the
   base controller and turn to face the target. Success (release rule): the base ends within 0.65 m of the spot and
   the contact force stayed under 5 N.
-- pick: move the base within arm's reach if needed, solve the arm with mink for a top-down grasp (a level one for
-  objects on fridge or cabinet shelves, with tilted ones in between), approach from 10 cm, weld-grasp, lift, tuck.
-  Success: the right object is held and was not dropped.
+- pick: move the base within arm's reach if needed (where no wall stands between it and the object; in line with an
+  object inside a fridge, cabinet or drawer), solve the arm with mink for a top-down grasp (a level one for objects
+  on shelves with a board close above, with tilted ones in between; level ones also after the steep ones on a
+  fridge's top shelf; last, top-down with the fingers closing towards the robot), approach from 10 cm (through a
+  staging pose up to 0.55 m back and a straight line in when needed), weld-grasp, lift, tuck. Success: the right
+  object is held and was not dropped.
 - put: choose a free spot on a support region of the receptacle (inside a fridge or a drawer only when it is open),
-  carry the object over it, release, let it settle. Success: the object rests within 0.5 m of that region.
+  stand where no wall is in the way, carry the object over it, release, let it settle. Success: the object rests
+  within 0.5 m of that region.
 - open / close: stand in front of the handle, reach it, retract, step out of the door's swing or the drawer's
   travel, drive the joint past its open threshold (or back to closed). Success: the joint is past the threshold.
 

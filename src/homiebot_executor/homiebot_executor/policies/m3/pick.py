@@ -10,6 +10,7 @@ from emmoe_core.robot.layout import SupportRegion
 from emmoe_core.robot.state import InstanceState
 
 from homiebot_executor.policies import arm_motion as arm
+from homiebot_executor.policies.arm_ik import grasp_rotation
 from homiebot_executor.policies.m3.context import SkillContext
 from homiebot_executor.policies.m3.navigate import go_near
 from homiebot_executor.skills import SkillGoal, SkillStatus
@@ -17,6 +18,9 @@ from homiebot_executor.skills import SkillGoal, SkillStatus
 
 # Regions with less free height than this above them are reached with a level gripper (metres).
 LEVEL_BELOW_CLEARANCE = 0.6
+# Lowest grasp point of a level grasp above the board the object rests on (metres, at most the object's top): the
+# gripper body under a lower grasp point scrapes the board (a plum on a fridge shelf).
+LEVEL_GRIP_ABOVE = 0.05
 # Closest the base stands to what it reaches on a shelf behind a door (fridge, wall cabinet; metres): right against
 # the carcass the shoulder cannot rise into the opening without hitting the frame.
 BEHIND_DOOR_STANDING = 0.7
@@ -26,6 +30,17 @@ def reached_level(region: SupportRegion | None) -> bool:
     """Whether things on a region are reached with a level gripper: the region has a board or shelf close above
     it (fridge and cabinet shelves, open shelving); a drawer is pulled out from under the top, so it is not."""
     return region is not None and not region.part and region.clearance < LEVEL_BELOW_CLEARANCE
+
+
+def reach_rotations(region: SupportRegion | None, yaw: float) -> list[np.ndarray]:
+    """Grasp rotations to try, in order, for things on `region` from a base facing `yaw`: level ones where
+    reached_level; elsewhere from top-down to nearly level, and inside a carcass with more room above (a fridge's top
+    shelf) the level ones after those (a steep grasp's forearm can meet the roof over an object at the back)."""
+    if reached_level(region):
+        return arm.rotations(yaw, level=True)
+    if region is not None and region.inside and not region.part:
+        return arm.rotations(yaw, level=False) + arm.rotations(yaw, level=True)
+    return arm.rotations(yaw, level=False)
 
 
 def standing_distance(region: SupportRegion | None) -> float:
@@ -49,14 +64,21 @@ def pick(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
         return SkillStatus.UNKNOWN_TARGET, f"{goal.target} is not a graspable object"
     centre = np.array(state.pose.position)
     region = region_of(ctx, state)
-    go_near(ctx, (centre[0], centre[1]), standing_distance(region), ctx.config.reach, ctx.furniture_of(state.name))
+    go_near(ctx, (centre[0], centre[1]), standing_distance(region), ctx.config.reach, ctx.furniture_of(state.name),
+            in_line=region is not None and region.inside, sight=True)
     x, y, _ = ctx.base()
     yaw = math.atan2(centre[1] - y, centre[0] - x)
-    level = reached_level(region)
+    rotations = reach_rotations(region, yaw)
+    level = abs(rotations[0][2, 0]) < 1e-6
     grasp_point = centre.copy()
-    grasp_point[2] = max(centre[2], centre[2] + state.size[2] / 2 - 0.03)
+    top = centre[2] + state.size[2] / 2
+    grasp_point[2] = max(centre[2], top - 0.03)
+    if level and region is not None:
+        grasp_point[2] = max(grasp_point[2], min(top, region.center[2] + LEVEL_GRIP_ABOVE))
     ctx.phase("approach")
-    rotation, before = arm.approach(ctx, grasp_point, arm.rotations(yaw, level), check_way_in=True)
+    # Last, top-down with the fingers closing towards the robot: clear of a drawer's side walls.
+    turned = [] if reached_level(region) else [grasp_rotation(yaw + math.pi / 2, math.pi / 2)]
+    rotation, before = arm.approach(ctx, grasp_point, rotations + turned, check_way_in=True)
     ctx.phase("grasp")
     arm.line(ctx, before, grasp_point, rotation, 2)
     with ctx.lock:

@@ -55,7 +55,8 @@ def put(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
     # Try the best few spots until one has a free standing place within reach.
     for index, (region, point) in enumerate(spots[:4]):
         try:
-            go_near(ctx, (point[0], point[1]), 0.4, ctx.config.reach - 0.05, layout.piece(region.furniture))
+            go_near(ctx, (point[0], point[1]), 0.4, ctx.config.reach - 0.05, layout.piece(region.furniture),
+                    sight=True)
             break
         except Stop as stop:
             if stop.status is not SkillStatus.UNREACHABLE or index == min(3, len(spots) - 1):
