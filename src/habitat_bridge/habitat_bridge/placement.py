@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from emmoe_core.names import default_alias_table
 from emmoe_core.robot.layout import PUT_HEADROOM
+from emmoe_core.robot.naming import names_drawer
 
 from habitat_bridge import catalog, layout
 from habitat_bridge.scene_spec import SceneObject, SceneSpec, SceneSpecError
@@ -120,10 +121,8 @@ def put_refusal(spec: SceneSpec, canonical: str, place: str) -> str:
     `place` names no furniture of the scene (an object, a room)."""
     wanted = default_alias_table().canonicals(place) | {place}
     regions = [region for region in layout.world_surfaces(spec) if region.furniture.canonical in wanted]
-    # A place naming a kind of part ("drawer") is put into those parts only, not on the furniture's top.
-    parts = [region for region in regions
-             if region.surface.part and place.endswith(region.surface.part.rstrip("_0123456789"))]
-    regions = parts or regions
+    if names_drawer(place):  # into the drawers, not onto the counter top
+        regions = [region for region in regions if region.surface.part] or regions
     if not regions:
         return ""
     return _misfit(canonical, place, regions, PUT_HEADROOM, f" (a put needs {PUT_HEADROOM:.2f} m more than the "

@@ -81,9 +81,9 @@ def test_build_variants_from_the_command_line_never_touches_test_tasks(tmp_path,
 
 
 def test_checked_variants_replay_each_draw_and_redraw_one_that_differs(tmp_path, capsys):
-    # Seed 5's first draw of task 1's variant 1 stands the robot within reach of the fridge, so the designed D1 of
-    # its first step ([Open, fridge] from too far away) does not happen: the check replays the draw, rejects it and
-    # draws again.
+    # Seed 5's first draw of task 1's variant 1 leaves the fridge within the D1 distance of the robot's start, so the
+    # designed D1 of its first step ([Open, fridge] from too far away) does not happen: the check replays the draw,
+    # rejects it and draws again.
     assert main(["tasks", "build", "--data", str(tmp_path), "--split", "train", "--tasks", "1", "--variants", "1",
                  "--seed", "5", "--check-variants", "--redraws", "1"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if "variant draw" in line]

@@ -61,11 +61,6 @@ def standing_cell(ctx: SkillContext, cost_of: Callable[[GridPlanner], np.ndarray
     return found
 
 
-def cells(grid_planner: GridPlanner) -> tuple[np.ndarray, np.ndarray]:
-    """World x and y of every cell centre of the planner's grid."""
-    return cell_centres(grid_planner.grid)
-
-
 def cell_centres(grid: OccupancyGrid) -> tuple[np.ndarray, np.ndarray]:
     """World x and y of every cell centre."""
     rows, columns = grid.shape
@@ -173,7 +168,7 @@ def spot_cost(ctx: SkillContext, target: str,
               grid_planner: GridPlanner) -> tuple[np.ndarray, tuple[float, float] | None]:
     """Per-cell cost of standing there for `target`, and the point to face."""
     layout = ctx.layout()
-    gx, gy = cells(grid_planner)
+    gx, gy = cell_centres(grid_planner.grid)
     owner = layout.owner_of(target)
     if owner is not None:
         handle = ctx.container(target).handle
@@ -287,7 +282,7 @@ def go_near(ctx: SkillContext, point: tuple[float, float], min_distance: float, 
     best_distance = preferred
 
     def cost_of(grid_planner: GridPlanner) -> np.ndarray:
-        gx, gy = cells(grid_planner)
+        gx, gy = cell_centres(grid_planner.grid)
         distance = np.hypot(gx - point[0], gy - point[1])
         allowed = (distance >= min_distance) & (distance <= max_distance)
         if forbidden is not None:

@@ -68,8 +68,7 @@ def pick(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
             in_line=region is not None and region.inside, sight=True)
     x, y, _ = ctx.base()
     yaw = math.atan2(centre[1] - y, centre[0] - x)
-    rotations = reach_rotations(region, yaw)
-    level = abs(rotations[0][2, 0]) < 1e-6
+    level = reached_level(region)
     grasp_point = centre.copy()
     top = centre[2] + state.size[2] / 2
     grasp_point[2] = max(centre[2], top - 0.03)
@@ -77,8 +76,8 @@ def pick(ctx: SkillContext, goal: SkillGoal) -> tuple[SkillStatus, str]:
         grasp_point[2] = max(grasp_point[2], min(top, region.center[2] + LEVEL_GRIP_ABOVE))
     ctx.phase("approach")
     # Last, top-down with the fingers closing towards the robot: clear of a drawer's side walls.
-    turned = [] if reached_level(region) else [grasp_rotation(yaw + math.pi / 2, math.pi / 2)]
-    rotation, before = arm.approach(ctx, grasp_point, rotations + turned, check_way_in=True)
+    turned = [] if level else [grasp_rotation(yaw + math.pi / 2, math.pi / 2)]
+    rotation, before = arm.approach(ctx, grasp_point, reach_rotations(region, yaw) + turned, check_way_in=True)
     ctx.phase("grasp")
     arm.line(ctx, before, grasp_point, rotation, 2)
     with ctx.lock:
