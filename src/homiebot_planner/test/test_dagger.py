@@ -108,3 +108,25 @@ def test_settings_wrap_the_student_only_with_a_rows_folder(tmp_path: Path) -> No
         build_settings(PlannerParameters(backend="random", dagger_rows_dir=str(tmp_path), dagger_beta=1.5))
     with pytest.raises(BackendError, match="start_episode"):
         _step(_backend(tmp_path / "rows", 0.0), 1)
+
+
+def _row(step: int, feedback: str, answer: str, student: str) -> dict[str, object]:
+    prompt = f"Task: t\nInventory: None\nHistorical Execution: None\nFeedback: {feedback}\nNow ..."
+    return {"episode_id": "12", "run": "12__a", "step": step, "messages": [{"role": "user", "content": prompt}],
+            "answer": answer, "student_answer": student, "executed_by": "student"}
+
+
+def test_the_recovery_focus_keeps_failures_ends_and_agreements_only(tmp_path: Path) -> None:
+    pick, go = "Subtask: [Pick, apple]\nModel: RT-1-X", "Analysis:\nSubtask: [Go to, sofa]\nModel: NoMaD"
+    end = "Subtask: [End]\nModel: None"
+    rows = [_row(1, "None", pick, go),  # another choice after a success: left out
+            _row(2, "Unable to pick, the subtask is too difficult to perform", pick, go),  # after a failure
+            _row(3, "None", pick, "Analysis:\n" + end),  # the student ended too early
+            _row(4, "None", end, go),  # the oracle ends
+            _row(5, "None", pick, "Analysis:\n" + pick)]  # the student agreed
+    path = tmp_path / "round.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert [record["step"] for record in read_rows([path], "recovery")[0]] == [2, 3, 4, 5]
+    assert read_rows([path])[1].rows == 5
+    with pytest.raises(DaggerRowsError, match="focus"):
+        read_rows([path], "some")

@@ -50,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     dagger.add_argument("--sft-fraction", type=float, default=1.0,
                         help="share of the SFT rows kept, drawn with --seed (default 1: all)")
     dagger.add_argument("--seed", type=int, default=0, help="seed of the --sft-fraction draw (default 0)")
+    dagger.add_argument("--focus", default="all",
+                        help="on-policy rows kept: all (default) or recovery: states after a failed step, End "
+                             "answered by the student or the oracle, and states where the student already agreed "
+                             "(its other choices after a success are left out)")
     dagger.add_argument("--out", required=True, type=Path, help="dataset folder to write")
     dagger.add_argument("--pack", type=Path, help="also write the rows of the --rows folders (the new round; packed "
                                                   "rounds given are not repeated), one per step, to this gzip "
@@ -111,7 +115,7 @@ def _dagger(args: argparse.Namespace) -> int:
     folders = [path for path in args.rows if path.is_dir()]
     if args.pack and not folders:
         raise ValueError("--pack packs the rows of --rows folders, and none was given")
-    written, counts = write_aggregate(args.rows, args.sft, args.out, args.sft_fraction, args.seed)
+    written, counts = write_aggregate(args.rows, args.sft, args.out, args.sft_fraction, args.seed, args.focus)
     print(counts.summary())
     if args.pack:
         print(f"packed {pack_rows(folders, args.pack)} on-policy rows into {args.pack}")

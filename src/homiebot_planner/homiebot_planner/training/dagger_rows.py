@@ -17,8 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from homiebot_planner.backends.dagger import ROWS_SUFFIX
+from homiebot_planner.prompts import NONE_TEXT
 
 PACKED_SUFFIX = ".jsonl.gz"
+# Which on-policy rows an aggregation keeps: every row, or the recovery focus (`keeps_for_recovery`).
+FOCUSES = ("all", "recovery")
+FEEDBACK_FIELD = "Feedback:"
+END_SUBTASK = "[end]"  # an End answer's subtask line as `_subtask_line` writes it
 
 
 class DaggerRowsError(ValueError):
@@ -41,17 +46,21 @@ class RowCounts:
                 f"{self.student_agreed} ({agreed:.1f} %); {self.executed_by_oracle} steps executed the oracle's answer")
 
 
-def read_rows(sources: Sequence[Path]) -> tuple[list[dict[str, object]], RowCounts]:
+def read_rows(sources: Sequence[Path], focus: str = "all") -> tuple[list[dict[str, object]], RowCounts]:
     """SFT-shaped records from row folders (`<round>/rows`, one file per run) or packed rounds (`*.jsonl.gz`, written
-    by `pack_rows`), with counts.
+    by `pack_rows`), with counts of the rows kept; `focus` "recovery" keeps only `keeps_for_recovery` rows.
 
     Raises:
-        DaggerRowsError: a source holds no rows, or a line is not a row.
+        DaggerRowsError: a source holds no rows, a line is not a row, or the focus is unknown.
     """
+    if focus not in FOCUSES:
+        raise DaggerRowsError(f"focus must be one of {', '.join(FOCUSES)}, got {focus!r}")
     records: list[dict[str, object]] = []
     agreed = by_oracle = 0
     runs: set[str] = set()
     for row in unique_rows(sources):
+        if focus == "recovery" and not keeps_for_recovery(row):
+            continue
         runs.add(str(row["run"]))
         messages = [item for item in row["messages"] if item["role"] != "system"]
         records.append({"id": f"dagger/{row['run']}/{row['step']}", "task_id": str(row["episode_id"]), "variant": 0,
@@ -60,6 +69,15 @@ def read_rows(sources: Sequence[Path]) -> tuple[list[dict[str, object]], RowCoun
         agreed += _subtask_line(str(row["student_answer"])) == _subtask_line(str(row["answer"]))
         by_oracle += row["executed_by"] == "oracle"
     return records, RowCounts(len(runs), len(records), agreed, by_oracle)
+
+
+def keeps_for_recovery(row: dict) -> bool:  # type: ignore[type-arg]
+    """Whether a row teaches recovery or ending: its state follows a failed step (the prompt's Feedback is a failure
+    string), the student or the oracle answered End, or the student already gave the oracle's subtask (rehearsal of
+    what it does right in its own states). Left out: the student's other choices after a success, where the oracle
+    follows its one annotated plan and a different valid order counts as a mistake."""
+    oracle, student = _subtask_line(str(row["answer"])), _subtask_line(str(row["student_answer"]))
+    return (_after_failure(row["messages"]) or END_SUBTASK in (oracle, student) or oracle == student)
 
 
 def unique_rows(sources: Sequence[Path]) -> list[dict]:  # type: ignore[type-arg]
@@ -112,6 +130,15 @@ def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
+def _after_failure(messages: Sequence[dict]) -> bool:  # type: ignore[type-arg]
+    """Whether the last user turn's `Feedback:` line holds a failure string (it is `None` after a success)."""
+    user = next((item["content"] for item in reversed(messages) if item["role"] == "user"), "")
+    for line in str(user).splitlines():
+        if line.startswith(FEEDBACK_FIELD):
+            return line.removeprefix(FEEDBACK_FIELD).strip() != NONE_TEXT
+    return False
+
+
 def _subtask_line(answer: str) -> str:
     """The `Subtask: [...]` line of an answer, spaces removed and lower-cased ("" when it has none)."""
     for line in answer.splitlines():
@@ -121,9 +148,10 @@ def _subtask_line(answer: str) -> str:
 
 
 def write_aggregate(rows: Sequence[Path], sft: Sequence[Path], out: Path, sft_fraction: float = 1.0,
-                    seed: int = 0) -> tuple[int, RowCounts]:
-    """Write one Hugging Face dataset (save_to_disk) of the on-policy rows of every round and the SFT datasets
-    (`sft_fraction` of their rows, drawn with `seed`: a rehearsal share when the training budget is short).
+                    seed: int = 0, focus: str = "all") -> tuple[int, RowCounts]:
+    """Write one Hugging Face dataset (save_to_disk) of the on-policy rows of every round (those `focus` keeps, see
+    `read_rows`) and the SFT datasets (`sft_fraction` of their rows, drawn with `seed`: a rehearsal share when the
+    training budget is short).
 
     Returns:
         (records written, the on-policy counts).
@@ -135,7 +163,7 @@ def write_aggregate(rows: Sequence[Path], sft: Sequence[Path], out: Path, sft_fr
 
     if not 0.0 <= sft_fraction <= 1.0:
         raise DaggerRowsError(f"sft_fraction must be in [0, 1], got {sft_fraction}")
-    records, counts = read_rows(rows)
+    records, counts = read_rows(rows, focus)
     draws = random.Random(seed)
     for folder in sft:
         try:
