@@ -190,6 +190,12 @@ class _HistoryEntry:
     success: bool
 
 
+def feedback_of(user: str) -> str | None:
+    """The `Feedback:` field of a user message (`None` text after a success), or None when it has no such field."""
+    match = _HISTORY.search(user)
+    return match.group("feedback").strip() if match else None
+
+
 def _history(user: str, where: str) -> tuple[list[_HistoryEntry], str]:
     match = _HISTORY.search(user)
     if match is None:

@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from emmoe_core.protocol import SUCCESS_FEEDBACK
+from emmoe_eval.conversation import feedback_of
+
 from homiebot_planner.backends.dagger import ROWS_SUFFIX
-from homiebot_planner.prompts import NONE_TEXT
 
 PACKED_SUFFIX = ".jsonl.gz"
 # Which on-policy rows an aggregation keeps: every row, or the recovery focus (`keeps_for_recovery`).
 FOCUSES = ("all", "recovery")
-FEEDBACK_FIELD = "Feedback:"
 END_SUBTASK = "[end]"  # an End answer's subtask line as `_subtask_line` writes it
 
 
@@ -59,25 +60,26 @@ def read_rows(sources: Sequence[Path], focus: str = "all") -> tuple[list[dict[st
     agreed = by_oracle = 0
     runs: set[str] = set()
     for row in unique_rows(sources):
-        if focus == "recovery" and not keeps_for_recovery(row):
+        oracle, student = _subtask_line(str(row["answer"])), _subtask_line(str(row["student_answer"]))
+        if focus == "recovery" and not keeps_for_recovery(row, oracle, student):
             continue
         runs.add(str(row["run"]))
         messages = [item for item in row["messages"] if item["role"] != "system"]
         records.append({"id": f"dagger/{row['run']}/{row['step']}", "task_id": str(row["episode_id"]), "variant": 0,
                         "step": int(row["step"]),
                         "messages": [*messages, {"role": "assistant", "content": row["answer"]}]})
-        agreed += _subtask_line(str(row["student_answer"])) == _subtask_line(str(row["answer"]))
+        agreed += oracle == student
         by_oracle += row["executed_by"] == "oracle"
     return records, RowCounts(len(runs), len(records), agreed, by_oracle)
 
 
-def keeps_for_recovery(row: dict) -> bool:  # type: ignore[type-arg]
-    """Whether a row teaches recovery or ending: its state follows a failed step (the prompt's Feedback is a failure
-    string), the student or the oracle answered End, or the student already gave the oracle's subtask (rehearsal of
-    what it does right in its own states). Left out: the student's other choices after a success, where the oracle
-    follows its one annotated plan and a different valid order counts as a mistake."""
-    oracle, student = _subtask_line(str(row["answer"])), _subtask_line(str(row["student_answer"]))
-    return (_after_failure(row["messages"]) or END_SUBTASK in (oracle, student) or oracle == student)
+def keeps_for_recovery(row: dict, oracle: str, student: str) -> bool:  # type: ignore[type-arg]
+    """Whether a row teaches recovery or ending, given the subtask lines of the oracle's and the student's answers:
+    its state follows a failed step (the prompt's Feedback is a failure string), the student or the oracle answered
+    End, or the student already gave the oracle's subtask (rehearsal of what it does right in its own states). Left
+    out: the student's other choices after a success, where the oracle follows its one annotated plan and a different
+    valid order counts as a mistake."""
+    return _after_failure(row["messages"]) or END_SUBTASK in (oracle, student) or oracle == student
 
 
 def unique_rows(sources: Sequence[Path]) -> list[dict]:  # type: ignore[type-arg]
@@ -133,10 +135,8 @@ def _lines(path: Path) -> list[str]:
 def _after_failure(messages: Sequence[dict]) -> bool:  # type: ignore[type-arg]
     """Whether the last user turn's `Feedback:` line holds a failure string (it is `None` after a success)."""
     user = next((item["content"] for item in reversed(messages) if item["role"] == "user"), "")
-    for line in str(user).splitlines():
-        if line.startswith(FEEDBACK_FIELD):
-            return line.removeprefix(FEEDBACK_FIELD).strip() != NONE_TEXT
-    return False
+    feedback = feedback_of(str(user))
+    return feedback is not None and feedback != SUCCESS_FEEDBACK
 
 
 def _subtask_line(answer: str) -> str:
