@@ -24,15 +24,18 @@ MAX_FILE_BYTES = 5_000_000
 
 def test_the_shipped_stack_is_complete_and_every_file_is_under_5_mb() -> None:
     stage = {"adapter_config.json", "adapter_model.safetensors", "planner_prompt.json"}
-    assert stage | {"README.md"} <= {path.name for path in ADAPTER.iterdir()}
-    assert stage <= {path.name for path in (ADAPTER / "sft").iterdir()}
+    # v1: round 4's two stages (the top and recovery/) on v0.5's two SFT stages (v0.5/ on v0.5/sft/); relative bases,
+    # so the checkout can live anywhere, and v0.5 stays loadable on its own (`--model models/homiebot-135m/v0.5`).
+    stack = [ADAPTER / "v0.5" / "sft", ADAPTER / "v0.5", ADAPTER / "recovery", ADAPTER]
+    assert {"README.md"} <= {path.name for path in ADAPTER.iterdir()} and (ADAPTER / "v0.5" / "README.md").is_file()
     assert all(path.stat().st_size < MAX_FILE_BYTES for path in ADAPTER.rglob("*") if path.is_file())
-    for folder in (ADAPTER, ADAPTER / "sft"):
+    for folder in stack:
+        assert stage <= {path.name for path in folder.iterdir()}
         assert json.loads((folder / "planner_prompt.json").read_text()) == {
-            "system_prompt": None, "answer_style": "decision", "object_locations": False}  # v0.3 and v0.5: names only
-    # The top stage (v0.5: a second SFT stage) sits on sft/ (a relative base: the checkout can live anywhere).
+            "system_prompt": None, "answer_style": "decision", "object_locations": False}  # every stage: names only
     base, stages = adapter_stack(ADAPTER, base_model_path=str(ROOT))
-    assert stages == [ADAPTER / "sft", ADAPTER] and base == ROOT
+    assert [folder.resolve() for folder in stages] == [folder.resolve() for folder in stack] and base == ROOT
+    assert adapter_stack(ADAPTER / "v0.5", base_model_path=str(ROOT))[1] == stack[:2]
     assert default_adapter_dir().resolve() == ADAPTER.resolve()  # env.sh's HOMIEBOT_ROOT is this checkout
 
 

@@ -216,13 +216,20 @@ class Planner:
                                    object_rules=self.config.object_rules, repeated=self._repeat_forbidden())
 
     def _repeat_forbidden(self) -> tuple[str, ...]:
-        """With `no_repeat`: the previous subtask, unless it failed in execution (E1-E3, where a retry may work)."""
+        """With `no_repeat`: the subtasks whose outcome would repeat. The previous one, unless it failed in execution
+        (E1-E3, where a retry may work), and every subtask refused without running (D1, L1, ...) since the last step
+        that ran a skill: nothing has moved since, so a refused `[Pick, sponge]` from too far away is refused again
+        (without this, the planner alternated between two objects out of reach until the step limit)."""
         if not self.config.no_repeat or not self.memory.executed:
             return ()
-        last = self.memory.executed[-1]
-        if last.error in RETRYABLE_ERRORS:
-            return ()
-        return (format_subtask(last.subtask.action, last.subtask.target, last.subtask.place)[1:-1],)
+        forbidden: dict[str, None] = {}
+        for position, step in enumerate(reversed(self.memory.executed)):
+            if step.error in RETRYABLE_ERRORS or (step.success and position > 0):
+                break
+            forbidden[format_subtask(step.subtask.action, step.subtask.target, step.subtask.place)[1:-1]] = None
+            if step.success:
+                break
+        return tuple(forbidden)
 
     def user_message(self, observation: Observation) -> str:
         """The user message of the next step."""

@@ -115,7 +115,7 @@ def test_stacked_adapters_are_merged_stage_by_stage(tiny_models: dict[str, Path]
     only_top = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_models["lm"]), stack)
     assert not torch.allclose(only_top.merge_and_unload()(ids).logits, expected(ids).logits, atol=1e-3)
     (stack / "adapter_config.json").write_text(json.dumps({**top, "base_model_name_or_path": str(stack)}))
-    with pytest.raises(BackendError, match="more than 4 stacked adapters"):
+    with pytest.raises(BackendError, match="more than 8 stacked adapters"):
         HFBackend(HFConfig(model_path=str(stack)))
 
 

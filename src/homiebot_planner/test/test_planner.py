@@ -175,6 +175,22 @@ def test_the_previous_subtask_is_offered_again_only_after_an_execution_failure(s
     assert off.constraints(Observation()).repeated == ()
 
 
+def test_subtasks_refused_without_running_stay_forbidden_until_a_skill_runs() -> None:
+    far = "Unable to pick, the target is far away"  # D1: refused by the monitor, nothing moved
+    answers = [f"Analysis:\nSubtask: [{subtask}]\nModel: {model}" for subtask, model in (
+        ("Go to, fridge", "NoMaD"), ("Pick, sponge", "RT-1-X"), ("Pick, bowl", "RT-1-X"),
+        ("Go to, sink", "NoMaD"), ("Pick, bowl", "RT-1-X"), ("Pick, sponge", "RT-1-X"), ("Pick, cup", "RT-1-X"))]
+    planner = Planner(MockBackend(MockConfig(outputs=tuple(answers), observation_mode="text")), TASK)
+    outcomes = [(True, None), (False, far), (False, far), (True, None), (False, far),
+                (False, "Unable to pick, the subtask is too difficult to perform"), (False, far)]
+    forbidden = []
+    for success, feedback in outcomes:
+        planner.record_result(planner.decide(Observation()), success, feedback, [])
+        forbidden.append(planner.constraints(Observation()).repeated)
+    assert forbidden == [("Go to, fridge",), ("Pick, sponge",), ("Pick, bowl", "Pick, sponge"), ("Go to, sink",),
+                         ("Pick, bowl",), (), ("Pick, cup",)]  # a Go to or a skill that ran (E1) clears the list
+
+
 def test_config_validation() -> None:
     for field, value, message in (("max_samples", 0, "max_samples"), ("history_window", -1, "history_window"),
                                   ("request_variant", "chat", "request_variant"), ("temperature", 3.0, "temperature"),
