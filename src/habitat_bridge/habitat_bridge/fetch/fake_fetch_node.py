@@ -63,6 +63,7 @@ class FakeFetchNode:
         self._instances = self.node.create_publisher(InstanceMasks, topics.instances, 2)
         self._scan = self.node.create_publisher(LaserScan, topics.base_scan, 5)
         self._cmd_vel = self.node.create_subscription(Twist, topics.cmd_vel, self._on_twist, 10)
+        self.dropped_samples = 0  # odometry, joint-state and laser samples DDS refused to send
         # The running trajectory goals: (joint group, future the tick completes when its motion ends, goal handle).
         self._waiting: list[tuple[str, Any, Any]] = []
         for group in JOINT_GROUPS:
@@ -80,6 +81,22 @@ class FakeFetchNode:
         self._camera_timer = self.node.create_timer(1.0 / CAMERA_HZ, self._take_frame)
         self._scan_timer = self.node.create_timer(1.0 / fetch.LASER_HZ / core.config.speed, self._publish_scan)
 
+    def _publish_sensor(self, publisher: Any, message: Any) -> None:
+        """Publish one sample of a periodic sensor; a sample DDS refuses to send is dropped, as a driver drops it.
+
+        Fast DDS's write can fail under back-pressure (a reliable reader that has not acknowledged the history yet,
+        on a loaded machine: `cannot publish data`); the next tick sends a fresh sample, so the node keeps running
+        instead of dying with the robot's clock (the robot side then reports that its clock stopped).
+        """
+        from rclpy._rclpy_pybind11 import RCLError
+
+        try:
+            publisher.publish(message)
+        except RCLError as error:
+            self.dropped_samples += 1
+            self.node.get_logger().warning(f"{publisher.topic_name}: a sample was dropped ({self.dropped_samples} "
+                                           f"so far): {error}", throttle_duration_sec=5.0)
+
     def _publish_scan(self) -> None:
         from sensor_msgs.msg import LaserScan
 
@@ -91,7 +108,7 @@ class FakeFetchNode:
         scan.scan_time = 1.0 / fetch.LASER_HZ
         scan.range_min, scan.range_max = fetch.LASER_RANGE
         scan.ranges = self.core.base_scan().tolist()
-        self._scan.publish(scan)
+        self._publish_sensor(self._scan, scan)
 
     def _take_frame(self) -> None:
         """Hand the camera thread the state now, when someone subscribes and the previous frame is drawn."""
@@ -169,13 +186,13 @@ class FakeFetchNode:
         w, _, _, z = state.base.orientation
         odom.pose.pose.orientation.w, odom.pose.pose.orientation.z = w, z
         odom.twist.twist.linear.x, odom.twist.twist.angular.z = state.base_velocity
-        self._odom.publish(odom)
+        self._publish_sensor(self._odom, odom)
         joints = JointState()
         joints.header.stamp = now
         joints.name = list(state.joint_names)
         joints.position = [float(value) for value in state.joint_positions]
         joints.velocity = [float(value) for value in state.joint_velocities]
-        self._joints.publish(joints)
+        self._publish_sensor(self._joints, joints)
 
     async def _follow(self, handle: Any) -> Any:
         from control_msgs.action import FollowJointTrajectory
