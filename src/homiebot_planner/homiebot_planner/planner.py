@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import takewhile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -220,16 +221,14 @@ class Planner:
         (E1-E3, where a retry may work), and every subtask refused without running (D1, L1, ...) since the last step
         that ran a skill: nothing has moved since, so a refused `[Pick, sponge]` from too far away is refused again
         (without this, the planner alternated between two objects out of reach until the step limit)."""
-        if not self.config.no_repeat or not self.memory.executed:
+        executed = self.memory.executed
+        if not self.config.no_repeat or not executed:
             return ()
-        forbidden: dict[str, None] = {}
-        for position, step in enumerate(reversed(self.memory.executed)):
-            if step.error in RETRYABLE_ERRORS or (step.success and position > 0):
-                break
-            forbidden[format_subtask(step.subtask.action, step.subtask.target, step.subtask.place)[1:-1]] = None
-            if step.success:
-                break
-        return tuple(forbidden)
+        refused = list(takewhile(lambda step: not step.success and step.error not in RETRYABLE_ERRORS,
+                                 reversed(executed)))
+        steps = refused or [step for step in executed[-1:] if step.success]
+        return tuple(dict.fromkeys(format_subtask(step.subtask.action, step.subtask.target, step.subtask.place)[1:-1]
+                                   for step in steps))
 
     def user_message(self, observation: Observation) -> str:
         """The user message of the next step."""

@@ -32,7 +32,7 @@ from homiebot_planner.backends.fast_decoding import FastDecoding, SamplingRule
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _OBSERVATION_MODES = ("auto", "images", "text")
 ADAPTER_FILE = "adapter_config.json"
-MAX_STACKED_ADAPTERS = 8  # a guard against loops of base names; the shipped planner stacks 4 or 5 stages
+MAX_STACKED_ADAPTERS = 8  # a guard against loops of base names; the shipped planner stacks 4 stages
 # Written by `homiebot train` beside a checkpoint: how the model was prompted in training ({"system_prompt": text or
 # null}), so that it is prompted the same way at run time.
 PROMPT_FILE = "planner_prompt.json"
