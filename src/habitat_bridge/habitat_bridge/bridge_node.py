@@ -37,7 +37,7 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -95,11 +95,13 @@ class BridgeNode(Node):
     """ROS 2 front of a SimBackend (see the module docstring)."""
 
     def __init__(self, backend: SimBackend | None = None, detector: LearnedDetector | None = None,
-                 **node_kwargs: Any) -> None:
+                 on_run_start: Callable[[str], None] | None = None, **node_kwargs: Any) -> None:
         """Serve `backend` (else the one the parameters name); `detector` (the learned one) names what the planner
-        sees, else the simulator's segmentation does."""
+        sees, else the simulator's segmentation does; `on_run_start` is called with the run key of every successful
+        reset that names one (a skill failure model restarts its stream there)."""
         super().__init__("habitat_bridge", **node_kwargs)
         self.detector = detector
+        self._on_run_start = on_run_start
         self.config = declare_config(self, bridge_core.BridgeConfig)
         self._lock = threading.RLock()
         self._pauses = 0
@@ -240,6 +242,8 @@ class BridgeNode(Node):
     def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         with self._lock:
             result = bridge_core.handle_reset(self.backend, request, response, self._default_scene)
+            if result.success and request.run_key and self._on_run_start is not None:
+                self._on_run_start(request.run_key)
         if result.success:
             self.get_logger().info(f"episode {result.episode_id} loaded")
         else:

@@ -182,3 +182,22 @@ def test_a_tick_in_flight_at_shutdown_logs_no_error(ros_context, compact_spec: S
         assert errors == []
     finally:
         bridge.destroy_node()
+
+
+def test_a_reset_that_names_its_run_starts_that_run(ros_context, compact_spec: SceneSpec, tmp_path: Path) -> None:
+    from emmoe_interfaces.srv import ResetEpisode
+    from rclpy.parameter import Parameter
+
+    from habitat_bridge.bridge_node import BridgeNode
+
+    scene = str(save_scene_spec(compact_spec, tmp_path / "kitchen.json"))
+    started: list[str] = []
+    node = BridgeNode(on_run_start=started.append, context=ros_context,
+                      parameter_overrides=[Parameter("scene_path", value=scene)])
+    try:
+        for request in (ResetEpisode.Request(scene_path=scene, run_key="7/2"), ResetEpisode.Request(scene_path=scene),
+                        ResetEpisode.Request(scene_json="{}", run_key="7/3")):
+            node._on_reset(request, ResetEpisode.Response())
+        assert started == ["7/2"]  # not for a reset that names no run, nor for one refused
+    finally:
+        node.destroy_node()

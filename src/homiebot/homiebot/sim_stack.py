@@ -210,14 +210,15 @@ def build_nodes(options: StackOptions, scene_path: str, **node_kwargs: Any) -> l
     # With the fetch backend the observation's masks are already the robot's detector's: they are read as given.
     text_detector = None if perception == "segmentation" or options.backend == "fetch" else create_detector(perception)
     skill_perception = "segmentation" if options.backend == "fetch" else perception
-    bridge = BridgeNode(backend=backend, detector=text_detector, parameter_overrides=[
+    failure_model = FailureModel(failures) if failures.enabled else None
+    run_start = failure_model.start_run if failure_model is not None else None
+    bridge = BridgeNode(backend=backend, detector=text_detector, on_run_start=run_start, parameter_overrides=[
         Parameter("backend", value=backend_name), Parameter("scene_path", value=scene_path),
         Parameter("seed", value=-1 if scene_path else options.seed),
         Parameter("rate_hz", value=float(options.rate_hz)),
         Parameter("camera_rate_hz", value=float(options.camera_rate_hz))], **node_kwargs)
     nodes.append(bridge)
     lock = bridge.exclusive()
-    failure_model = FailureModel(failures) if failures.enabled else None
     if setting == "background":
         skills: Any = PrivilegedSkills(bridge.backend, failure_model=failure_model, lock=lock)
         m3: Any = skills

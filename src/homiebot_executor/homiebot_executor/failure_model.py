@@ -18,8 +18,10 @@ p = s/(s+f) that is r = p/(3-p), so p = 3r/(1+r) (`execution_success_rate`): Go 
 Open 90.4 %, Close 80.1 % (`PAPER_EXECUTION_SUCCESS_RATES`). `paper_figure` is the inverse, the form
 `emmoe-eval score` prints as `SR_paper`.
 
-Draws come from one `random.Random(seed)` per model, so a run is reproducible given the seed and the sequence of
-executions and attempts.
+Draws come from one `random.Random` per model, started from the seed and, at every episode reset that names its
+run, again from the seed and the run's key (`start_run`, `<episode>/<run index>` from the planner node): a run's
+draws then depend only on the seed, the run and its own executions, not on the runs a stack served before it, so
+two planners that decide alike in a run meet the same failures (paired comparisons), and a run is reproducible.
 """
 
 from __future__ import annotations
@@ -117,9 +119,10 @@ class FailureModel:
         # unit "execution": the skill and verdict drawn at the running execution's first attempt.
         self._execution: tuple[str, InjectedFailure | None] | None = None
 
-    def reseed(self, seed: int) -> None:
-        """Restart the random stream (e.g. at each episode reset)."""
-        self._rng = random.Random(seed)
+    def start_run(self, run_key: str) -> None:
+        """Restart the random stream for the run `run_key` (the same key, the same stream)."""
+        self._rng = random.Random(f"{self.config.seed}:{run_key}")
+        self._execution = None
 
     def draw(self, skill: str, attempt: int = 1) -> InjectedFailure | None:
         """Whether attempt `attempt` (1-based) of an execution of `skill` fails; None when it runs normally.

@@ -35,11 +35,19 @@ def test_same_seed_same_failures_other_seed_differs():
     assert other != first
 
 
-def test_reseed_restarts_the_stream():
+def test_each_run_has_its_own_stream_whatever_ran_before():
     model = FailureModel(FailureConfig({"open": 0.3}, seed=1))
+    model.start_run("7/1")
     first = draws(model, "open", 50)
-    model.reseed(1)
-    assert draws(model, "open", 50) == first
+    model.start_run("7/2")
+    second = draws(model, "open", 50)
+    other = FailureModel(FailureConfig({"open": 0.3}, seed=1))
+    draws(other, "open", 13)  # another run before it on this stack
+    other.start_run("7/1")
+    assert draws(other, "open", 50) == first != second
+    reseeded = FailureModel(FailureConfig({"open": 0.3}, seed=2))
+    reseeded.start_run("7/1")
+    assert draws(reseeded, "open", 50) != first
 
 
 def test_failure_rate_follows_the_probability():

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from emmoe_core.names import AliasTable, default_alias_table
 from emmoe_core.protocol import (
+    ACTIONS,
     OPEN_CONTAINER_OBJECTS,
     SubtaskText,
     format_subtask,
@@ -65,6 +66,11 @@ class PlannerConfig:
         object_rules: constrained decoding lets Pick take only small objects and Open/Close only furniture.
         no_repeat: constrained decoding does not offer the previous subtask again (its outcome would repeat), unless
             it failed in execution (E1-E3).
+        walk_up: after a subtask refused because its target is far away (D1), constrained decoding offers only
+            `[Go to, <that target>]` (the place of a Put): walking up is what undoes a D1 (docs/fidelity.md,
+            "recovery rules").
+        end_when_done_trying: constrained decoding offers End only with an empty hand and not right after a subtask
+            failed in execution (E1-E3): a held object or a failed subtask is work left.
         parser: how answers are parsed: "release", "release_bracket" or "strict" (homiebot_planner.parsing).
         target_names: what constrained decoding lets a subtask name: "visible" (the names visible in the four views)
             or "vocabulary" (those and every single-word name of the alias table: a fridge or a room out of sight,
@@ -84,6 +90,8 @@ class PlannerConfig:
     hand_rules: bool = True
     object_rules: bool = True
     no_repeat: bool = True
+    walk_up: bool = True
+    end_when_done_trying: bool = True
     parser: str = "strict"
     target_names: str = "visible"
 
@@ -214,7 +222,18 @@ class Planner:
         return DecodingConstraints(names=tuple(names), held=tuple(self.memory.inventory),
                                    receptacles=tuple(receptacles), containers=tuple(containers),
                                    hand_rules=self.config.hand_rules,
-                                   object_rules=self.config.object_rules, repeated=self._repeat_forbidden())
+                                   object_rules=self.config.object_rules, repeated=self._repeat_forbidden(),
+                                   offered=self._offered())
+
+    def _offered(self) -> tuple[str, ...]:
+        """With `walk_up` or `end_when_done_trying`: what the last step and the hand leave to choose (empty: all)."""
+        last = self.memory.executed[-1] if self.memory.executed else None
+        if self.config.walk_up and last is not None and last.error == "D1":
+            return (f"Go to, {last.subtask.checked_target}",)
+        if self.config.end_when_done_trying and (self.memory.inventory or (
+                last is not None and last.error in RETRYABLE_ERRORS)):
+            return tuple(action for action in ACTIONS if action != END.action)
+        return ()
 
     def _repeat_forbidden(self) -> tuple[str, ...]:
         """With `no_repeat`: the subtasks whose outcome would repeat. The previous one, unless it failed in execution

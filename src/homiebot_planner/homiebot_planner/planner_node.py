@@ -232,9 +232,10 @@ class _StackIO:
         return response
 
     def reset(self, scene_path: Path) -> None:
-        """Reset the simulator with the task's scene (raises EpisodeFault, EpisodeCancelled)."""
+        """Reset the simulator with the task's scene for this run (raises EpisodeFault, EpisodeCancelled)."""
         request = ResetEpisode.Request()
         request.scene_path = str(scene_path)
+        request.run_key = f"{self.spec.episode_id}/{self.run_index}"
         self._call(self.node._reset_client, request, self.settings.reset_timeout_s, "reset_episode")
 
     def observe(self) -> Observed:

@@ -93,6 +93,8 @@ class PlannerParameters:
     hand_rules: bool = PlannerConfig.hand_rules
     object_rules: bool = PlannerConfig.object_rules
     no_repeat: bool = PlannerConfig.no_repeat
+    walk_up: bool = PlannerConfig.walk_up
+    end_when_done_trying: bool = PlannerConfig.end_when_done_trying
     # Text observations: where each visible small object rests (`apple (on sofa)`).
     object_locations: bool = PlannerConfig.object_locations
     # Constrained decoding for local backends (a tri-state).
@@ -341,7 +343,8 @@ def build_settings(parameters: PlannerParameters) -> Settings:
         request_variant=parameters.request_variant, temperature=auto.temperature,
         max_new_tokens=auto.max_new_tokens, require_valid=parameters.require_valid,
         release_image_order=parameters.release_image_order, hand_rules=parameters.hand_rules,
-        object_rules=parameters.object_rules, no_repeat=parameters.no_repeat,
+        object_rules=parameters.object_rules, no_repeat=parameters.no_repeat, walk_up=parameters.walk_up,
+        end_when_done_trying=parameters.end_when_done_trying,
         object_locations=parameters.object_locations, parser=auto.parser, target_names=auto.target_names,
     )
     dagger = (DaggerConfig(rows_dir=parameters.dagger_rows_dir, beta=parameters.dagger_beta,

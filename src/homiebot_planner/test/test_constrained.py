@@ -65,6 +65,16 @@ def test_the_previous_subtask_is_not_offered_again() -> None:
     assert "Go to, apple]\nModel: PixNav" in endings and "Open, fridge]\nModel: octo" in endings
 
 
+def test_offered_subtasks_and_actions_narrow_the_endings_unless_none_would_remain() -> None:
+    walk_up = allowed_endings(DecodingConstraints(names=("apple", "fridge"), receptacles=("fridge",),
+                                                  offered=("Go to, apple",)))
+    assert walk_up == ["Go to, apple]\nModel: NoMaD", "Go to, apple]\nModel: PixNav"]
+    no_end = allowed_endings(DecodingConstraints(names=("apple",), offered=("Go to", "Pick", "Put", "Open", "Close")))
+    assert "End]\nModel: None" not in no_end and "Pick, apple]\nModel: RT-1-X" in no_end
+    unknown = allowed_endings(DecodingConstraints(names=("apple",), offered=("Go to, sponge",)))
+    assert unknown == allowed_endings(DecodingConstraints(names=("apple",)))
+
+
 def test_every_ending_completes_a_valid_answer() -> None:
     constraints = DecodingConstraints(names=("apple", "brown_table", "fridge"), held=("bowl",),
                                       receptacles=("brown_table", "fridge"))

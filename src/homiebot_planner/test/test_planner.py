@@ -191,6 +191,24 @@ def test_subtasks_refused_without_running_stay_forbidden_until_a_skill_runs() ->
                          ("Pick, bowl",), (), ("Pick, cup",)]  # a Go to or a skill that ran (E1) clears the list
 
 
+def test_a_far_target_is_walked_up_to_and_end_waits_for_an_empty_hand_and_no_failed_step() -> None:
+    answers = [f"Analysis:\nSubtask: [{subtask}]\nModel: {model}" for subtask, model in (
+        ("Pick, sponge", "RT-1-X"), ("Go to, sponge", "PixNav"), ("Pick, sponge", "RT-1-X"), ("Pick, sponge", "RT-1-X"),
+        ("Put, sponge, sink", "RT-1-X"), ("Put, sponge, sink", "RT-1-X"))]
+    outcomes = [(False, "Unable to pick, the target is far away", []), (True, None, []),
+                (False, "Unable to pick, the subtask is too difficult to perform", []), (True, None, ["sponge"]),
+                (False, "Unable to put, the target is far away", ["sponge"]), (True, None, [])]
+    not_end = ("Go to", "Pick", "Put", "Open", "Close")
+    for config, expected in ((PlannerConfig(), [("Go to, sponge",), (), not_end, not_end, ("Go to, sink",), ()]),
+                             (PlannerConfig(walk_up=False, end_when_done_trying=False), [()] * 6)):
+        planner = Planner(MockBackend(MockConfig(outputs=tuple(answers), observation_mode="text")), TASK, config)
+        offered = []
+        for success, feedback, inventory in outcomes:
+            planner.record_result(planner.decide(Observation()), success, feedback, inventory)
+            offered.append(planner.constraints(Observation()).offered)
+        assert offered == expected
+
+
 def test_config_validation() -> None:
     for field, value, message in (("max_samples", 0, "max_samples"), ("history_window", -1, "history_window"),
                                   ("request_variant", "chat", "request_variant"), ("temperature", 3.0, "temperature"),

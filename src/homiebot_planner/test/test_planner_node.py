@@ -43,7 +43,7 @@ def _result_of(future: Any, timeout: float = 30.0) -> Any:
 class World:
     """The test simulator and executor, with what they received."""
 
-    resets: list[str] = field(default_factory=list)
+    resets: list[tuple[str, str]] = field(default_factory=list)  # (scene_path, run_key)
     observations: int = 0
     goals: list[Any] = field(default_factory=list)
     # Outcomes of successive /subtask goals: (success, error_code, error_type, feedback) or "hang".
@@ -90,7 +90,7 @@ class Graph:
             return response
 
         def reset(request: Any, response: Any) -> Any:
-            world.resets.append(request.scene_path)
+            world.resets.append((request.scene_path, request.run_key))
             response.success = True
             response.episode_id = "reset"
             return response
@@ -232,9 +232,9 @@ def test_expert_run_with_reset_and_task_progress(graph: Graph, tmp_path: Path) -
     graph.start_planner(backend="expert", expert_source="keypath", data_dir=str(tmp_path))
     graph.world.outcomes = [(True, 0, "", "None"), (False, 9, "E1", "Unable to open, the subtask is too difficult to "
                                                                   "perform"), (True, 0, "", "None")]
-    result = graph.run(task_id="91", instruction="")
+    result = graph.run(task_id="91", instruction="")  # run_index 2
     assert (result.success, result.error_code, result.steps, result.episode_id) == (True, 0, 4, "91")
-    assert graph.world.resets == [str(task / "scene.json")]
+    assert graph.world.resets == [(str(task / "scene.json"), "91/2")]  # the run key restarts the failure stream
     assert [goal.subtask.action for goal in graph.world.goals] == ["Go to", "Open", "Open"]
     _wait(lambda: len(graph.world.records) == 4)
     # The task progress is the evaluator's (its RunScore): scored from the records the planner published.

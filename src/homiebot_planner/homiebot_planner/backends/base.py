@@ -62,6 +62,8 @@ class DecodingConstraints:
         object_rules: Pick only objects (visible names that are not receptacles), Open/Close only furniture (the
             receptacles); applies when receptacles are known.
         repeated: subtasks (bracket contents, `Go to, fridge`) that may not be chosen again.
+        offered: what may be chosen, each a subtask (`Go to, sponge`) or an action (`Pick`); empty, or matching no
+            allowed ending: anything allowed.
     """
 
     names: tuple[str, ...] = ()
@@ -71,6 +73,7 @@ class DecodingConstraints:
     hand_rules: bool = True
     object_rules: bool = True
     repeated: tuple[str, ...] = ()
+    offered: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ one allowed ending.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -37,7 +38,9 @@ def allowed_endings(constraints: DecodingConstraints) -> list[str]:
 
     Targets are the offered names (`constraints.names`) except what the robot holds; Put's object is a held object
     and its place a receptacle or open container (any offered name when no receptacle is known). With `hand_rules`,
-    Pick/Open/Close are left out while something is held and Put while nothing is. `End]\\nModel: None` is always allowed.
+    Pick/Open/Close are left out while something is held and Put while nothing is. `End]\\nModel: None` is allowed unless
+    `constraints.offered` leaves it out; `offered` narrows the endings to the subtasks and actions it names, unless none
+    of those is allowed.
     """
     held = {normalize(name) for name in constraints.held}
     targets = [name for name in dict.fromkeys(constraints.names) if normalize(name) not in held]
@@ -63,6 +66,10 @@ def allowed_endings(constraints: DecodingConstraints) -> list[str]:
     if constraints.repeated:
         repeated = {normalize(subtask) for subtask in constraints.repeated}
         endings = [ending for ending in endings if normalize(ending.split("]", 1)[0]) not in repeated]
+    if constraints.offered:
+        offered = {normalize(choice) for choice in constraints.offered}
+        endings = [ending for ending in endings if not offered.isdisjoint(
+            (normalize(ending.split("]", 1)[0]), normalize(re.split(r"[,\]]", ending, maxsplit=1)[0])))] or endings
     return list(dict.fromkeys(endings))
 
 
