@@ -18,7 +18,6 @@ from emmoe_core.protocol import (
     ACTIONS,
     OPEN_CONTAINER_OBJECTS,
     SubtaskText,
-    format_subtask,
     is_small_object,
 )
 
@@ -229,7 +228,7 @@ class Planner:
         """With `walk_up` or `end_when_done_trying`: what the last step and the hand leave to choose (empty: all)."""
         last = self.memory.executed[-1] if self.memory.executed else None
         if self.config.walk_up and last is not None and last.error == "D1":
-            return (f"Go to, {last.subtask.checked_target}",)
+            return (str(SubtaskText("Go to", last.subtask.checked_target))[1:-1],)
         if self.config.end_when_done_trying and (self.memory.inventory or (
                 last is not None and last.error in RETRYABLE_ERRORS)):
             return tuple(action for action in ACTIONS if action != END.action)
@@ -246,8 +245,7 @@ class Planner:
         refused = list(takewhile(lambda step: not step.success and step.error not in RETRYABLE_ERRORS,
                                  reversed(executed)))
         steps = refused or [step for step in executed[-1:] if step.success]
-        return tuple(dict.fromkeys(format_subtask(step.subtask.action, step.subtask.target, step.subtask.place)[1:-1]
-                                   for step in steps))
+        return tuple(dict.fromkeys(str(step.subtask)[1:-1] for step in steps))
 
     def user_message(self, observation: Observation) -> str:
         """The user message of the next step."""

@@ -17,7 +17,6 @@ one allowed ending.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -65,12 +64,17 @@ def allowed_endings(constraints: DecodingConstraints) -> list[str]:
                     for argument in arguments for model in MODELS_FOR_ACTION[action]]
     if constraints.repeated:
         repeated = {normalize(subtask) for subtask in constraints.repeated}
-        endings = [ending for ending in endings if normalize(ending.split("]", 1)[0]) not in repeated]
+        endings = [ending for ending in endings if normalize(_subtask_of(ending)) not in repeated]
     if constraints.offered:
         offered = {normalize(choice) for choice in constraints.offered}
-        endings = [ending for ending in endings if not offered.isdisjoint(
-            (normalize(ending.split("]", 1)[0]), normalize(re.split(r"[,\]]", ending, maxsplit=1)[0])))] or endings
+        endings = [ending for ending in endings if {normalize(_subtask_of(ending)),
+                                                    normalize(_subtask_of(ending).split(",", 1)[0])} & offered] or endings
     return list(dict.fromkeys(endings))
+
+
+def _subtask_of(ending: str) -> str:
+    """The bracket content an ending completes: `Put, apple, fridge` of `Put, apple, fridge]\\nModel: RT-1-X`."""
+    return ending.split("]", 1)[0]
 
 
 class TokenTrie:
